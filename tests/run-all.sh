@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# The project's test command (README: `bash tests/run-all.sh`; CI runs it too).
+#
+# Stages, in order:
+#   deps     toolchains/install-deps.sh host arm64 armhf (apt; quick no-op when
+#            everything is installed)
+#   host     build/host: Ninja, RelWithDebInfo, -DNODEFL_WERROR=ON; builds
+#            everything and runs all tests with ctest
+#   aarch64  build/aarch64: SDK + its unit tests cross-built with
+#            toolchains/aarch64-linux-gnu.cmake, tests run under qemu-aarch64
+#   armhf    build/armhf: same with toolchains/arm-linux-gnueabihf.cmake under
+#            qemu-arm; if qemu-arm cannot run a test binary at all on this
+#            machine the stage is reported as BUILT ONLY (not a failure)
+# A failing stage does not stop the later ones; the script exits non-zero if
+# any stage failed, after printing one summary line per stage.
+#
+# Options:
+#   --host-only   skip the cross stages (and their packages)
+#   --no-install  skip the deps stage (no apt)
+#   -h, --help    this text
+# Environment:
+#   NODEFL_JOBS          build and ctest parallelism (default 2)
+#   NODEFL_TEST_TIMEOUT  per-test timeout in seconds for tests that set none
+#                        (default 600)
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$(pwd)
+
+usage() { sed -n '2,25s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+
+host_only=0
+install=1
+for arg in "$@"; do
+  case $arg in
+    -h|--help) usage; exit 0 ;;
+    --host-only) host_only=1 ;;
+    --no-install) install=0 ;;
+    *) usage >&2; echo "run-all.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+JOBS=${NODEFL_JOBS:-2}
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "run-all.sh: NODEFL_JOBS must be a positive integer" >&2; exit 2; }
+TEST_TIMEOUT=${NODEFL_TEST_TIMEOUT:-600}
+
+# ---- bookkeeping ------------------------------------------------------------
+summary=()
+failed=0
+t_start=$SECONDS
+
+header() {
+  printf '\n==============================================================================\n'
+  printf '== %s\n' "$*"
+  printf '==============================================================================\n'
+}
+note() { printf -- '--> %s\n' "$*"; }
+
+# record NAME STATUS SECONDS DETAIL
+record() {
+  summary+=("$(printf '%-8s %-11s %5ss  %s' "$1" "$2" "$3" "$4")")
+  [[ $2 == PASS || $2 == "BUILT ONLY" || $2 == SKIPPED ]] || failed=1
+}
+
+# The closing line of a ctest log, e.g. "100% tests passed, 0 tests failed out of 33".
+ctest_result() { grep -E 'tests passed, [0-9]+ tests? failed out of' "$1" | tail -n 1 || true; }
+
+# configure DIR ARGS...: (re)configure a Ninja build tree.
+configure() {
+  local dir=$1; shift
+  # A tree made by another generator cannot be reused.
+  if [[ -f $dir/CMakeCache.txt ]] && ! grep -qx 'CMAKE_GENERATOR:INTERNAL=Ninja' "$dir/CMakeCache.txt"; then
+    note "removing $dir (configured with another generator)"
+    rm -rf "$dir"
+  fi
+  note "cmake -S . -B $dir $*"
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODEFL_BUILD_TESTS=ON \
+        -DNODEFL_WERROR=ON "$@"
+}
+
+build() {
+  note "cmake --build $1 -j $JOBS"
+  cmake --build "$1" -j "$JOBS"
+}
+
+# run_ctest DIR: all tests, output of failures shown, log kept in DIR/ctest.log
+run_ctest() {
+  note "ctest --test-dir $1 --output-on-failure -j $JOBS --timeout $TEST_TIMEOUT"
+  ctest --test-dir "$1" --output-on-failure -j "$JOBS" --timeout "$TEST_TIMEOUT" 2>&1 \
+    | tee "$1/ctest.log"
+}
+
+# ---- stages ---------------------------------------------------------------
+# stage_deps: install-deps.sh once per mode; deps_ok_<mode>=0 if that failed,
+# and the stages needing those packages are then reported as failed, not run.
+# shellcheck disable=SC2034  # read through ${!ok_var} in stage_cross
+deps_ok_host=1 deps_ok_arm64=1 deps_ok_armhf=1
+stage_deps() {
+  local t0=$SECONDS modes=(host) ok=1
+  ((host_only)) || modes+=(arm64 armhf)
+  header "deps: toolchains/install-deps.sh ${modes[*]}"
+  if ((!install)); then
+    note "skipped (--no-install)"
+    record deps SKIPPED 0 "--no-install"
+    return
+  fi
+  # One call per mode, so that e.g. a broken armhf mirror does not keep the
+  # host and aarch64 stages from running.
+  local mode
+  for mode in "${modes[@]}"; do
+    if ! bash toolchains/install-deps.sh "$mode"; then
+      ok=0
+      printf -v "deps_ok_$mode" 0
+    fi
+  done
+  if ((ok)); then
+    record deps PASS $((SECONDS - t0)) "packages for: ${modes[*]}"
+  else
+    record deps FAIL $((SECONDS - t0)) "install-deps.sh failed (see above)"
+  fi
+}
+
+stage_host() {
+  local t0=$SECONDS dir=build/host
+  header "host: configure, build (-Werror) and run all tests in $dir"
+  if ((!deps_ok_host)); then
+    record host FAIL 0 "not run: host packages missing"
+    return
+  fi
+  if configure "$dir" && build "$dir" && run_ctest "$dir"; then
+    record host PASS $((SECONDS - t0)) "$(ctest_result "$dir/ctest.log")"
+  else
+    local r
+    r=$(ctest_result "$dir/ctest.log" 2>/dev/null)
+    record host FAIL $((SECONDS - t0)) "${r:-configure/build failed}"
+  fi
+}
+
+# stage_cross NAME DEBARCH TOOLCHAIN QEMU MUST_RUN
+stage_cross() {
+  local name=$1 debarch=$2 toolchain=$3 qemu=$4 must_run=$5
+  local t0=$SECONDS dir=build/$name ok_var="deps_ok_$debarch"
+  header "$name: cross-build the SDK + unit tests in $dir, run them under $qemu"
+  if ((!${!ok_var})); then
+    record "$name" FAIL 0 "not run: $debarch packages missing"
+    return
+  fi
+  rm -f "$dir/ctest.log"
+  if ! configure "$dir" -DNODEFL_SDK_ONLY=ON -DCMAKE_TOOLCHAIN_FILE="$ROOT/$toolchain" \
+     || ! build "$dir"; then
+    record "$name" FAIL $((SECONDS - t0)) "configure/build failed"
+    return
+  fi
+  # Check what got linked: target libraries only, never the build machine's.
+  local triple foreign
+  triple=$(basename "$toolchain" .cmake)
+  foreign=$(grep -oE '/usr/lib/[a-z0-9_]+-linux-gnu[a-z]*/[^ ]+\.(so|a)' "$dir/build.ninja" \
+            | grep -v "/usr/lib/$triple/" | sort -u || true)
+  if [[ -n $foreign ]]; then
+    printf '%s\n' "$foreign"
+    record "$name" FAIL $((SECONDS - t0)) "links libraries of another architecture (above)"
+    return
+  fi
+  note "linked target libraries: $(grep -oE "/usr/lib/$triple/[^ ]+\.(so|a)" "$dir/build.ninja" \
+                                   | sort -u | xargs -r -n1 basename | tr '\n' ' ')"
+
+  if ((!must_run)); then
+    # Can this machine run the binaries at all? Try one test binary.
+    local probe
+    probe=$(find "$dir/tests" -type f -name '*_test' -perm -u+x 2>/dev/null | sort | head -n 1)
+    if [[ -z $probe ]] || ! "$qemu" "$probe" --gtest_list_tests >/dev/null 2>&1; then
+      printf '\n'
+      printf '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n'
+      printf '!!! %s: %s cannot run %s here: BUILT ONLY, TESTS NOT RUN\n' "$name" "$qemu" "${probe:-<no test binary>}"
+      printf '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n'
+      record "$name" "BUILT ONLY" $((SECONDS - t0)) "!!! tests NOT run: $qemu cannot execute them here"
+      return
+    fi
+  fi
+  if run_ctest "$dir"; then
+    record "$name" PASS $((SECONDS - t0)) "$(ctest_result "$dir/ctest.log") (under $qemu)"
+  else
+    local r
+    r=$(ctest_result "$dir/ctest.log" 2>/dev/null)
+    record "$name" FAIL $((SECONDS - t0)) "${r:-ctest failed} (under $qemu)"
+  fi
+}
+
+# ---- main -----------------------------------------------------------------
+scope="host + aarch64 + armhf"
+((host_only)) && scope="host only"
+header "nodefl tests in $ROOT ($scope; jobs: $JOBS)"
+stage_deps
+stage_host
+if ((host_only)); then
+  record aarch64 SKIPPED 0 "--host-only"
+  record armhf SKIPPED 0 "--host-only"
+else
+  stage_cross aarch64 arm64 toolchains/aarch64-linux-gnu.cmake qemu-aarch64 1
+  stage_cross armhf armhf toolchains/arm-linux-gnueabihf.cmake qemu-arm 0
+fi
+
+header "summary (total $((SECONDS - t_start))s)"
+printf '%s\n' "${summary[@]}"
+if ((failed)); then
+  printf '\nRESULT: FAILED\n'
+  exit 1
+fi
+if printf '%s\n' "${summary[@]}" | grep -q 'BUILT ONLY'; then
+  printf '\nRESULT: OK, BUT SOME CROSS TESTS WERE NOT RUN (see BUILT ONLY above)\n'
+else
+  printf '\nRESULT: OK\n'
+fi
