@@ -17,15 +17,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::vector<double> Normalised(const std::vector<double>& lw) {
-  const double max = *std::max_element(lw.begin(), lw.end());
-  std::vector<double> p(lw.size());
-  double sum = 0.0;
-  for (size_t i = 0; i < lw.size(); ++i) sum += (p[i] = std::exp(lw[i] - max));
-  for (double& x : p) x /= sum;
-  return p;
-}
-
 // A built table together with the storage it views.
 struct Built {
   std::vector<double> prob;
@@ -77,7 +68,7 @@ TEST(AliasTableTest, ProbabilityEqualsNormalisedWeight) {
   ASSERT_TRUE(rng.SeedDeterministic(1).ok());
   for (size_t n : {2u, 3u, 12u, 257u, 2000u}) {
     const std::vector<double> lw = RandomLogWeights(rng, n, 20.0);
-    const std::vector<double> expected = Normalised(lw);
+    const std::vector<double> expected = testing::NormalizedLogWeights(lw);
     Built b;
     BuildInto(b, lw);
     ASSERT_EQ(b.table.size(), n);
@@ -102,7 +93,7 @@ TEST(AliasTableTest, LargeSkewedTableStaysExact) {
   std::vector<double> lw(kN);
   for (size_t i = 0; i < kN; ++i) lw[i] = (i % 11 == 5) ? -kInf : -30.0 - (i % 97) * 0.1;
   lw[kN / 2] = 0.0;
-  const std::vector<double> expected = Normalised(lw);
+  const std::vector<double> expected = testing::NormalizedLogWeights(lw);
   Built b;
   BuildInto(b, lw);
   const std::vector<double> got = FromStorage(b);
@@ -144,7 +135,7 @@ TEST(AliasTableTest, ExtremeLogWeightsGiveNoNaN) {
   for (const std::vector<double>& lw : cases) {
     Built b;
     BuildInto(b, lw);
-    const std::vector<double> expected = Normalised(lw);
+    const std::vector<double> expected = testing::NormalizedLogWeights(lw);
     for (size_t i = 0; i < lw.size(); ++i) {
       const double p = b.table.Probability(i);
       EXPECT_FALSE(std::isnan(p));
@@ -191,7 +182,7 @@ TEST(AliasTableTest, SampleFrequenciesMatch) {
   for (int i = 0; i < kDraws; ++i) counts[b.table.Sample(rng)] += 1;
   EXPECT_EQ(counts[2], 0.0);
   int df = 0;
-  const double stat = ChiSquareOverIncluded(counts, Normalised(lw), &df);
+  const double stat = ChiSquareOverIncluded(counts, testing::NormalizedLogWeights(lw), &df);
   EXPECT_LT(stat, testing::ChiSquareCritical(df));
 }
 
@@ -199,7 +190,7 @@ TEST(AliasTableTest, ChiSquareRejectsBrokenAliasSamplers) {
   // Power: two plausible alias-method bugs, simulated on the real table's
   // storage, fail the same check at the same N.
   const std::vector<double>& lw = FrequencyLogWeights();
-  const std::vector<double> probs = Normalised(lw);
+  const std::vector<double> probs = testing::NormalizedLogWeights(lw);
   Built b;
   BuildInto(b, lw);
   const size_t n = lw.size();

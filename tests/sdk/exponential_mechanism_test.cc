@@ -47,16 +47,6 @@ std::vector<double> LogWeights(const ExponentialMechanismParams& params,
   return lw;
 }
 
-// Eq. 12 evaluated independently of the library, in double.
-std::vector<double> ExactProbabilities(const std::vector<double>& lw) {
-  const double max = *std::max_element(lw.begin(), lw.end());
-  std::vector<double> p(lw.size());
-  double sum = 0.0;
-  for (size_t i = 0; i < lw.size(); ++i) sum += (p[i] = std::exp(lw[i] - max));
-  for (double& x : p) x /= sum;
-  return p;
-}
-
 // Pearson's chi-square of `counts` against `probs`, after merging adjacent
 // cells (the candidates are ordered by decreasing probability, so the tail
 // merges) until every expected count is at least 5.
@@ -245,7 +235,7 @@ TEST(ExponentialMechanismTest, FrequenciesMatchEq12InBothModes) {
   uint64_t seed = 100;
   for (PrivacyMode mode : {PrivacyMode::kStrict, PrivacyMode::kPaper}) {
     const std::vector<double> lw = LogWeights(Params(mode), scores);
-    const std::vector<double> probs = ExactProbabilities(lw);
+    const std::vector<double> probs = testing::NormalizedLogWeights(lw);
     for (int sampler = 0; sampler < 2; ++sampler) {
       const std::vector<double> counts =
           sampler == 0 ? CountDirect(lw, seed++) : CountAlias(lw, seed++);
@@ -260,9 +250,9 @@ TEST(ExponentialMechanismTest, FrequenciesMatchEq12InBothModes) {
 TEST(ExponentialMechanismTest, ChiSquareRejectsMiscalibratedSamplers) {
   const std::vector<double> scores = FedWalkScores();
   const ExponentialMechanismParams strict = Params(PrivacyMode::kStrict);
-  const std::vector<double> strict_probs = ExactProbabilities(LogWeights(strict, scores));
+  const std::vector<double> strict_probs = testing::NormalizedLogWeights(LogWeights(strict, scores));
   const std::vector<double> paper_probs =
-      ExactProbabilities(LogWeights(Params(PrivacyMode::kPaper), scores));
+      testing::NormalizedLogWeights(LogWeights(Params(PrivacyMode::kPaper), scores));
 
   std::vector<std::vector<double>> wrong;  // log-weights of buggy variants
   std::vector<double> lw(scores.size());
@@ -330,15 +320,15 @@ TEST(ExponentialMechanismTest, StrictModeIsEpsDpAnalytically) {
     for (PrivacyMode mode : {PrivacyMode::kStrict, PrivacyMode::kPaper}) {
       const ExponentialMechanismParams p = Params(mode, eps, delta);
       const double bound = *ExponentialMechanismEpsilon(p);
-      EXPECT_LE(MaxAbsLogRatio(ExactProbabilities(LogWeights(p, u)),
-                               ExactProbabilities(LogWeights(p, v))),
+      EXPECT_LE(MaxAbsLogRatio(testing::NormalizedLogWeights(LogWeights(p, u)),
+                               testing::NormalizedLogWeights(LogWeights(p, v))),
                 bound + kRound);
     }
   }
   const Neighbours nb = ExtremeNeighbours(1.0);
   const ExponentialMechanismParams paper = Params(PrivacyMode::kPaper, 1.0, 1.0);
-  const double paper_ratio = MaxAbsLogRatio(ExactProbabilities(LogWeights(paper, nb.u)),
-                                            ExactProbabilities(LogWeights(paper, nb.v)));
+  const double paper_ratio = MaxAbsLogRatio(testing::NormalizedLogWeights(LogWeights(paper, nb.u)),
+                                            testing::NormalizedLogWeights(LogWeights(paper, nb.v)));
   EXPECT_GT(paper_ratio, paper.epsilon);  // the defect: eps is not what Eq. 12 gives
   EXPECT_LE(paper_ratio, *ExponentialMechanismEpsilon(paper) + kRound);
 }
@@ -356,7 +346,7 @@ RatioCheck CheckEmpiricalRatios(const ExponentialMechanismParams& sampled_with, 
   const Neighbours nb = ExtremeNeighbours(1.0);
   const std::vector<double> lu = LogWeights(sampled_with, nb.u);
   const std::vector<double> lv = LogWeights(sampled_with, nb.v);
-  const std::vector<double> pu = ExactProbabilities(lu), pv = ExactProbabilities(lv);
+  const std::vector<double> pu = testing::NormalizedLogWeights(lu), pv = testing::NormalizedLogWeights(lv);
   const std::vector<double> cu = CountDirect(lu, seed), cv = CountDirect(lv, seed + 1);
   const double z = testing::ZBound();
   RatioCheck r;

@@ -11,32 +11,14 @@
 #include "heap_counter.h"
 #include "nodefl/platform/host_platform.h"
 #include "nodefl/privacy/one_bit_encoder.h"
+#include "flaky_entropy.h"
 #include "stat_util.h"
 
 namespace nodefl {
 namespace {
 
-// A DRBG that works until `fail` is set and then cannot reseed. CTR_DRBG
-// reseeds after 10000 requests, so burning 10000 one-byte requests makes the
-// very next refill of its buffer fail, in the middle of a mechanism's draws.
-struct FlakyEntropy {
-  bool fail = false;
-};
-
-Status FlakyFill(void* context, Span<uint8_t> out) {
-  if (static_cast<FlakyEntropy*>(context)->fail) return Status::Unavailable();
-  return host::HostEntropyFill(nullptr, out);
-}
-
-void ArmMidStreamFailure(Drbg& rng, FlakyEntropy& flaky, EntropySource& source) {
-  source.fill = FlakyFill;
-  source.context = &flaky;
-  ASSERT_TRUE(rng.SeedFromEntropy(source, {}).ok());
-  flaky.fail = true;
-  uint8_t byte;
-  for (int i = 0; i < 10000; ++i) ASSERT_TRUE(rng.Fill(Span<uint8_t>(&byte, 1)).ok());
-  ASSERT_TRUE(rng.status().ok());
-}
+using testing::ArmMidStreamFailure;
+using testing::FlakyEntropy;
 
 constexpr float kAlphaLow = -2.0f;  // alpha of Algorithm 1
 constexpr float kBetaHigh = 2.0f;   // beta

@@ -77,6 +77,18 @@ inline double ChiSquareStatistic(const std::vector<double>& observed,
   return s;
 }
 
+// exp(lw_i) / sum_j exp(lw_j), computed in double with the maximum
+// subtracted: the reference distribution for log-weight samplers.
+inline std::vector<double> NormalizedLogWeights(const std::vector<double>& log_weights) {
+  double max = -INFINITY;
+  for (double lw : log_weights) max = std::fmax(max, lw);
+  std::vector<double> p(log_weights.size());
+  double sum = 0.0;
+  for (size_t i = 0; i < log_weights.size(); ++i) sum += (p[i] = std::exp(log_weights[i] - max));
+  for (double& x : p) x /= sum;
+  return p;
+}
+
 // Kolmogorov-Smirnov one-sample critical value for n samples (asymptotic):
 // P(sqrt(n) D_n > c) ~= 2 exp(-2 c^2).
 inline double KsCritical(size_t n, double alpha = kAlpha) {
