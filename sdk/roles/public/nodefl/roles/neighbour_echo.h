@@ -1,0 +1,116 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// NeighbourEchoRole: the device side of the plumbing-proof job
+// (JOB_KIND_NEIGHBOUR_ECHO; server side: server/jobs/neighbour_echo_job.h).
+//
+//   round 1 (keys): ask the server for every neighbour's certificate
+//     (PeerKeyRequest, batches of up to 32), verify each against the pinned
+//     deployment CA and the expected device id, derive pairwise keys (ECDH),
+//     then job keys from the job's public salt; report JobReport{expected =
+//     number of neighbours}.
+//   round 2 (send): seal one message to every neighbour and send it through
+//     the relay; open and check every message that arrives; report the counts
+//     once everything expected has arrived or the round's deadline passed.
+//
+// The message a device sends to neighbour u is fully determined by (job,
+// sender, receiver), so the receiver checks content as well as the AEAD tag:
+// "arrived intact" means both.
+//
+// Memory: one EchoPeer per neighbour (caller-provided span, ~110 bytes each);
+// no heap in this code. Certificate verification and ECDH run inside MbedTLS,
+// which allocates internally in Debian's build (see sdk/seal).
+#pragma once
+
+#include <cstdint>
+
+#include "nodefl/core/span.h"
+#include "nodefl/device/device_session.h"
+#include "nodefl/device/role.h"
+#include "nodefl/seal/pair_keys.h"
+#include "nodefl/seal/replay_window.h"
+#include "nodefl/tls/credentials.h"
+#include "nodefl/tls/rng.h"
+
+namespace nodefl::roles {
+
+// JobStart.parameters of the echo job: a 16-byte random salt from the server
+// that makes this job's keys unique (so per-job counters never reuse a nonce
+// under a key used before).
+inline constexpr size_t kEchoJobSaltBytes = 16;
+inline constexpr size_t kEchoPlaintextBytes = 56;
+
+struct EchoPeer {
+  uint32_t id = 0;
+  seal::PairKeys pair_keys;  // long-term, from ECDH; kept across jobs
+  seal::PairKeys job_keys;   // this job's keys
+  seal::ReplayWindow window;
+  uint64_t next_counter = 1;
+  bool key_requested = false;
+  bool key_ready = false;
+  bool sent = false;
+  bool received = false;
+};
+
+class NeighbourEchoRole final : public device::Role {
+ public:
+  struct Stats {
+    uint32_t expected = 0;
+    uint32_t sent = 0;
+    uint32_t received = 0;
+    uint32_t duplicates = 0;
+    uint32_t rejected = 0;
+    uint32_t key_failures = 0;
+  };
+
+  // `peers[i].id` must hold the neighbour ids, sorted ascending, no
+  // duplicates, not the device itself (Init checks). `credentials` holds the
+  // device's key and the pinned CA; `random` feeds ECDH blinding.
+  NeighbourEchoRole(uint32_t own_id, Span<EchoPeer> peers, const tls::TlsCredentials& credentials,
+                    tls::RandomFunction random, void* random_context);
+
+  Status Init();
+
+  nodefl_wire_JobKind kind() const override { return nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO; }
+  Status OnMessage(const nodefl_wire_Envelope& message, device::DeviceSession& session) override;
+  Status OnPoll(uint64_t now_us, device::DeviceSession& session) override;
+
+  // Round 2 finished on this device (reported).
+  bool finished() const { return phase_ == Phase::kDone; }
+  uint32_t round() const;
+  const Stats& stats() const { return stats_; }
+
+  // The plaintext `src` sends to `dst` in job `job_id` (exposed for tests).
+  static void ExpectedPlaintext(uint64_t job_id, uint32_t src, uint32_t dst,
+                                uint8_t (&out)[kEchoPlaintextBytes]);
+
+ private:
+  enum class Phase : uint8_t { kIdle, kKeys, kKeysReported, kSend, kDone };
+
+  EchoPeer* FindPeer(uint32_t id);
+  Status StartJob(const nodefl_wire_Envelope& message, uint64_t now_us);
+  Status HandleCertificate(const nodefl_wire_PeerCertificate& cert);
+  Status HandleDelivery(const nodefl_wire_Envelope& message);
+  Status SendKeyRequests(device::DeviceSession& session);
+  Status SendSealed(device::DeviceSession& session);
+  Status Report(device::DeviceSession& session, uint32_t round, Status outcome);
+  bool AllKeysSettled() const;
+
+  uint32_t own_id_;
+  Span<EchoPeer> peers_;
+  const tls::TlsCredentials& credentials_;
+  tls::RandomFunction random_;
+  void* random_context_;
+
+  Phase phase_ = Phase::kIdle;
+  uint64_t job_id_ = 0;
+  uint8_t job_salt_[kEchoJobSaltBytes] = {};
+  uint64_t deadline_us_ = 0;
+  uint64_t now_us_ = 0;
+  bool deadline_passed_ = false;
+  size_t request_cursor_ = 0;
+  size_t send_cursor_ = 0;
+  uint32_t keys_settled_ = 0;
+  Stats stats_;
+};
+
+}  // namespace nodefl::roles

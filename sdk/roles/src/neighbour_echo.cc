@@ -1,0 +1,274 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/roles/neighbour_echo.h"
+
+#include <mbedtls/sha256.h>
+
+#include <cstring>
+
+#include "nodefl/seal/job_keys.h"
+#include "nodefl/seal/peer_certificate.h"
+#include "nodefl/seal/seal.h"
+#include "nodefl/wire/envelope_codec.h"
+
+namespace nodefl::roles {
+namespace {
+
+constexpr uint8_t kMagic[8] = {'N', 'F', 'E', 'C', 'H', 'O', '0', '1'};
+
+void StoreLe(uint64_t v, size_t bytes, uint8_t* out) {
+  for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+}  // namespace
+
+NeighbourEchoRole::NeighbourEchoRole(uint32_t own_id, Span<EchoPeer> peers,
+                                     const tls::TlsCredentials& credentials,
+                                     tls::RandomFunction random, void* random_context)
+    : own_id_(own_id),
+      peers_(peers),
+      credentials_(credentials),
+      random_(random),
+      random_context_(random_context) {}
+
+Status NeighbourEchoRole::Init() {
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    if (peers_[i].id == own_id_) return Status::InvalidArgument();
+    if (i > 0 && peers_[i - 1].id >= peers_[i].id) return Status::InvalidArgument();
+  }
+  if (!credentials_.has_own_identity() || !credentials_.has_ca_chain() || random_ == nullptr) {
+    return Status::FailedPrecondition();
+  }
+  return Status::Ok();
+}
+
+uint32_t NeighbourEchoRole::round() const {
+  switch (phase_) {
+    case Phase::kIdle: return 0;
+    case Phase::kKeys:
+    case Phase::kKeysReported: return 1;
+    case Phase::kSend:
+    case Phase::kDone: return 2;
+  }
+  return 0;
+}
+
+void NeighbourEchoRole::ExpectedPlaintext(uint64_t job_id, uint32_t src, uint32_t dst,
+                                          uint8_t (&out)[kEchoPlaintextBytes]) {
+  // magic(8) | job(8) | src(4) | dst(4) | SHA-256 of the 24 bytes before (32)
+  std::memcpy(out, kMagic, 8);
+  StoreLe(job_id, 8, out + 8);
+  StoreLe(src, 4, out + 16);
+  StoreLe(dst, 4, out + 20);
+  // Hashing cannot fail for these inputs; on error the zero digest simply
+  // would not match what the peer computed, which the receiver reports.
+  if (mbedtls_sha256_ret(out, 24, out + 24, 0) != 0) std::memset(out + 24, 0, 32);
+}
+
+EchoPeer* NeighbourEchoRole::FindPeer(uint32_t id) {
+  size_t lo = 0, hi = peers_.size();
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (peers_[mid].id < id) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return (lo < peers_.size() && peers_[lo].id == id) ? &peers_[lo] : nullptr;
+}
+
+bool NeighbourEchoRole::AllKeysSettled() const { return keys_settled_ == peers_.size(); }
+
+Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t now_us) {
+  const nodefl_wire_JobStart& start = message.body.job_start;
+  deadline_us_ = now_us + uint64_t{start.deadline_ms} * 1000;
+  deadline_passed_ = false;
+  if (message.round == 1) {
+    if (start.parameters.size != kEchoJobSaltBytes) return Status::InvalidArgument();
+    job_id_ = message.job_id;
+    std::memcpy(job_salt_, start.parameters.bytes, kEchoJobSaltBytes);
+    phase_ = Phase::kKeys;
+    stats_ = Stats{};
+    request_cursor_ = send_cursor_ = 0;
+    keys_settled_ = 0;
+    for (EchoPeer& p : peers_) {
+      p.job_keys.Wipe();
+      p.window = seal::ReplayWindow();
+      p.next_counter = 1;
+      p.key_ready = p.sent = p.received = false;
+      // Long-term pair keys survive across jobs: only new neighbours need a
+      // certificate round trip.
+      p.key_requested = p.pair_keys.valid;
+      if (p.pair_keys.valid) {
+        if (seal::DeriveJobKeys(p.pair_keys, ConstByteSpan(job_salt_), job_id_, &p.job_keys).ok()) {
+          p.key_ready = true;
+        } else {
+          ++stats_.key_failures;
+        }
+        ++keys_settled_;
+      }
+    }
+    return Status::Ok();
+  }
+  if (message.round == 2) {
+    if (message.job_id != job_id_ || (phase_ != Phase::kKeysReported && phase_ != Phase::kKeys)) {
+      return Status::FailedPrecondition();
+    }
+    phase_ = Phase::kSend;
+    return Status::Ok();
+  }
+  return Status::InvalidArgument();
+}
+
+Status NeighbourEchoRole::HandleCertificate(const nodefl_wire_PeerCertificate& cert) {
+  EchoPeer* peer = FindPeer(cert.device_id);
+  // Certificates we did not ask for (or twice) are ignored, not trusted.
+  if (peer == nullptr || !peer->key_requested || peer->key_ready || peer->pair_keys.valid) {
+    return Status::Ok();
+  }
+  ++keys_settled_;
+  if (!cert.found) {
+    ++stats_.key_failures;
+    return Status::Ok();
+  }
+  seal::PeerPublicKey public_key;
+  Status s = seal::VerifyPeerCertificate(credentials_, wire::BytesOf(cert.certificate_der), peer->id,
+                                         &public_key);
+  if (s.ok()) {
+    s = seal::DerivePairKeys(credentials_, public_key, own_id_, peer->id, random_, random_context_,
+                             &peer->pair_keys);
+  }
+  if (s.ok()) s = seal::DeriveJobKeys(peer->pair_keys, ConstByteSpan(job_salt_), job_id_, &peer->job_keys);
+  if (s.ok()) {
+    peer->key_ready = true;
+  } else {
+    peer->pair_keys.Wipe();
+    ++stats_.key_failures;
+  }
+  return Status::Ok();
+}
+
+Status NeighbourEchoRole::HandleDelivery(const nodefl_wire_Envelope& message) {
+  const nodefl_wire_RelayDeliver& d = message.body.relay_deliver;
+  EchoPeer* peer = FindPeer(d.src);
+  if (peer == nullptr || !peer->key_ready || message.job_id != job_id_) {
+    ++stats_.rejected;
+    return Status::Ok();
+  }
+  uint8_t plaintext[kEchoPlaintextBytes + 1];
+  uint64_t counter = 0;
+  Result<size_t> opened =
+      seal::Open(peer->job_keys, d.src, own_id_, job_id_, wire::BytesOf(d.sealed), plaintext, &counter);
+  if (!opened.ok()) {
+    ++stats_.rejected;
+    return Status::Ok();
+  }
+  if (!peer->window.Accept(counter).ok() || peer->received) {
+    ++stats_.duplicates;
+    return Status::Ok();
+  }
+  uint8_t expected[kEchoPlaintextBytes];
+  ExpectedPlaintext(job_id_, d.src, own_id_, expected);
+  if (*opened != kEchoPlaintextBytes || std::memcmp(plaintext, expected, kEchoPlaintextBytes) != 0) {
+    ++stats_.rejected;
+    return Status::Ok();
+  }
+  peer->received = true;
+  ++stats_.received;
+  return Status::Ok();
+}
+
+Status NeighbourEchoRole::OnMessage(const nodefl_wire_Envelope& message, device::DeviceSession&) {
+  switch (message.which_body) {
+    case nodefl_wire_Envelope_job_start_tag:
+      return StartJob(message, now_us_);
+    case nodefl_wire_Envelope_peer_certificate_tag:
+      if (message.job_id != job_id_ || phase_ != Phase::kKeys) return Status::Ok();
+      return HandleCertificate(message.body.peer_certificate);
+    case nodefl_wire_Envelope_relay_deliver_tag:
+      return HandleDelivery(message);
+    default:
+      return Status::Unimplemented();
+  }
+}
+
+Status NeighbourEchoRole::SendKeyRequests(device::DeviceSession& session) {
+  while (request_cursor_ < peers_.size() && session.CanSend()) {
+    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, 1);
+    nodefl_wire_PeerKeyRequest& req = m.body.peer_key_request;
+    const size_t capacity = sizeof(req.device_ids) / sizeof(req.device_ids[0]);
+    while (request_cursor_ < peers_.size() && req.device_ids_count < capacity) {
+      EchoPeer& p = peers_[request_cursor_++];
+      if (p.key_requested) continue;
+      p.key_requested = true;
+      req.device_ids[req.device_ids_count++] = p.id;
+    }
+    if (req.device_ids_count == 0) break;
+    NODEFL_TRY(session.Send(m));
+  }
+  return Status::Ok();
+}
+
+Status NeighbourEchoRole::SendSealed(device::DeviceSession& session) {
+  uint8_t plaintext[kEchoPlaintextBytes];
+  while (send_cursor_ < peers_.size() && session.CanSend()) {
+    EchoPeer& p = peers_[send_cursor_++];
+    if (!p.key_ready || p.sent) continue;
+    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_relay_send_tag, job_id_, 2);
+    m.body.relay_send.dst = p.id;
+    ExpectedPlaintext(job_id_, own_id_, p.id, plaintext);
+    const seal::SealHeader header{own_id_, p.id, job_id_, p.next_counter};
+    Result<size_t> sealed = seal::Seal(p.job_keys, header, ConstByteSpan(plaintext),
+                                       ByteSpan(m.body.relay_send.sealed.bytes));
+    if (!sealed.ok()) return sealed.status();
+    m.body.relay_send.sealed.size = static_cast<pb_size_t>(*sealed);
+    NODEFL_TRY(session.Send(m));
+    ++p.next_counter;
+    p.sent = true;
+    ++stats_.sent;
+  }
+  return Status::Ok();
+}
+
+Status NeighbourEchoRole::Report(device::DeviceSession& session, uint32_t round, Status outcome) {
+  nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_report_tag, job_id_, round);
+  nodefl_wire_JobReport& r = m.body.job_report;
+  r.kind = nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO;
+  r.code = static_cast<uint32_t>(outcome.code());
+  r.expected = stats_.expected;
+  r.sent = stats_.sent;
+  r.received = stats_.received;
+  r.duplicates = stats_.duplicates;
+  r.rejected = stats_.rejected;
+  return session.Send(m);
+}
+
+Status NeighbourEchoRole::OnPoll(uint64_t now_us, device::DeviceSession& session) {
+  now_us_ = now_us;
+  if (phase_ == Phase::kIdle || phase_ == Phase::kDone) return Status::Ok();
+  if (deadline_us_ != 0 && now_us > deadline_us_) deadline_passed_ = true;
+
+  if (phase_ == Phase::kKeys) {
+    NODEFL_TRY(SendKeyRequests(session));
+    if ((AllKeysSettled() || deadline_passed_) && session.CanSend()) {
+      stats_.expected = 0;
+      for (const EchoPeer& p : peers_) stats_.expected += p.key_ready ? 1 : 0;
+      const bool ok = AllKeysSettled() && stats_.key_failures == 0;
+      NODEFL_TRY(Report(session, 1, ok ? Status::Ok() : Status::Unauthenticated()));
+      phase_ = Phase::kKeysReported;
+    }
+    return Status::Ok();
+  }
+  if (phase_ == Phase::kSend) {
+    NODEFL_TRY(SendSealed(session));
+    const bool all_sent = send_cursor_ == peers_.size();
+    if (((all_sent && stats_.received == stats_.expected) || deadline_passed_) && session.CanSend()) {
+      const bool complete = all_sent && stats_.received == stats_.expected;
+      NODEFL_TRY(Report(session, 2, complete ? Status::Ok() : Status::DeadlineExceeded()));
+      phase_ = Phase::kDone;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace nodefl::roles

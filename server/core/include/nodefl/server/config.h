@@ -1,0 +1,109 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// ServerConfig: every tunable of the coordination server, with its default.
+// Sources, later ones winning:
+//   1. the defaults below,
+//   2. a config file (`key = value` lines, `#` starts a comment line),
+//   3. command-line flags: every key is also `--key value` (or `--key=value`;
+//      dashes may replace underscores); `--config FILE` loads a file first,
+//      wherever it appears, so flags always override the file.
+// Unknown keys, malformed values and duplicate keys in one file are errors
+// that name the key and (for files) the line; nothing is silently ignored.
+// ConfigHelpText() lists every key with its default and a one-line description.
+// No exceptions escape; every entry point returns a ConfigStatus.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "nodefl/server/log.h"
+
+namespace nodefl::server {
+
+struct ServerConfig {
+  // Network.
+  std::string listen_address = "127.0.0.1";
+  uint16_t listen_port = 7443;  // 0 = let the OS pick (tests)
+
+  // TLS material (PEM files). The network layer loads and checks them.
+  std::string tls_ca_cert;      // deployment CA that signs device and server certs
+  std::string tls_server_cert;  // this server's certificate
+  std::string tls_server_key;   // this server's private key
+  // Folder holding one certificate per device, named device-<id>.crt; the
+  // ids found there are the devices allowed to connect (see device_ids.h).
+  std::string credentials_dir;
+
+  // Capacity and timing.
+  uint32_t max_devices = 10000;  // devices connected at the same time
+  uint32_t idle_timeout_ms = 60000;
+  uint32_t heartbeat_interval_ms = 15000;
+  uint32_t handshake_timeout_ms = 10000;
+  uint32_t hello_timeout_ms = 5000;
+  uint32_t max_frame_bytes = 4608;  // largest frame accepted or sent
+
+  // Queues. The per-connection bounds also bound the relay's not-yet-written
+  // backlog for an online device; the offline bounds cap everything held
+  // (un-acknowledged) for one device; relay_memory_bytes caps all devices.
+  uint32_t outbound_queue_messages = 1024;
+  uint64_t outbound_queue_bytes = 1u << 20;
+  uint32_t offline_queue_messages = 4096;
+  uint64_t offline_queue_bytes = 4u << 20;
+  uint64_t relay_memory_bytes = 1ull << 30;
+  uint32_t relay_backpressure_wait_ms = 5000;
+
+  // Jobs. The server starts `job` once `job_quorum` devices are online
+  // (0: every device with credentials) or `job_wait_ms` after the first
+  // device registered (0: wait for the quorum), with the devices online then.
+  std::string job = "none";  // none | neighbour-echo
+  uint32_t job_quorum = 0;
+  uint32_t job_wait_ms = 0;
+  uint32_t job_round_deadline_ms = 300000;  // per round; late devices are recorded
+  uint32_t exit_after_jobs = 0;  // exit after this many jobs finished (0: run until stopped)
+  // Process.
+  uint32_t threads = 0;  // 0 until defaulted: DefaultServerConfig() sets hardware_concurrency
+  LogLevel log_level = LogLevel::kInfo;
+  LogFormat log_format = LogFormat::kLogfmt;
+};
+
+// The defaults, with `threads` set to std::thread::hardware_concurrency()
+// (at least 1). Start every configuration from this.
+ServerConfig DefaultServerConfig();
+
+struct ConfigStatus {
+  bool ok = true;
+  // ApplyFlags saw --help: the caller prints ConfigHelpText() and exits 0.
+  bool help_requested = false;
+  // When !ok: "<file>:<line>: ..." for files, "--key: ..." for flags,
+  // "key: ..." for validation.
+  std::string message;
+
+  static ConfigStatus Ok() { return {}; }
+  static ConfigStatus Error(std::string text) { return {false, false, std::move(text)}; }
+};
+
+// Applies the keys of one file on top of `config`. On error `config` may be
+// partially updated; callers discard it.
+ConfigStatus LoadConfigFile(const std::filesystem::path& path, ServerConfig& config);
+
+// Applies `argv[1..argc)` on top of `config`: first every `--config FILE` (in
+// order), then every other flag (in order). Positional arguments are errors.
+ConfigStatus ApplyFlags(int argc, const char* const* argv, ServerConfig& config);
+
+// Sets one key from its text form, as a file line or flag would.
+ConfigStatus SetConfigValue(ServerConfig& config, std::string_view key, std::string_view value);
+
+// Range and consistency checks (ports, bounds > 0, heartbeat shorter than the
+// idle timeout, required TLS paths set, ...). The first problem found wins.
+ConfigStatus ValidateConfig(const ServerConfig& config);
+
+// Every key, its default and a one-line description, for --help.
+std::string ConfigHelpText();
+
+// The effective configuration as `key = value` lines (a valid config file),
+// for the start-up log.
+std::string FormatConfig(const ServerConfig& config);
+
+}  // namespace nodefl::server

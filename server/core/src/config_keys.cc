@@ -1,0 +1,121 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "config_keys.h"
+
+#include <array>
+#include <charconv>
+#include <limits>
+#include <type_traits>
+
+namespace nodefl::server::config_internal {
+namespace {
+
+using C = ServerConfig;
+
+constexpr std::array kKeys = {
+    KeySpec{"listen_address", &C::listen_address, "address to listen on (IPv4 or IPv6 literal)"},
+    KeySpec{"listen_port", &C::listen_port, "TCP port to listen on (0 = any free port)"},
+    KeySpec{"tls_ca_cert", &C::tls_ca_cert, "PEM file of the deployment CA (required)"},
+    KeySpec{"tls_server_cert", &C::tls_server_cert, "PEM file of the server certificate (required)"},
+    KeySpec{"tls_server_key", &C::tls_server_key, "PEM file of the server private key (required)"},
+    KeySpec{"credentials_dir", &C::credentials_dir,
+            "folder of device-<id>.crt peer certificates; their ids may connect (required)"},
+    KeySpec{"max_devices", &C::max_devices, "most devices connected at the same time"},
+    KeySpec{"idle_timeout_ms", &C::idle_timeout_ms, "close a connection silent for this long"},
+    KeySpec{"heartbeat_interval_ms", &C::heartbeat_interval_ms,
+            "heartbeat period announced to devices (< idle_timeout_ms)"},
+    KeySpec{"handshake_timeout_ms", &C::handshake_timeout_ms, "deadline for the TLS handshake"},
+    KeySpec{"hello_timeout_ms", &C::hello_timeout_ms, "deadline for Hello after the handshake"},
+    KeySpec{"max_frame_bytes", &C::max_frame_bytes, "largest frame accepted or sent"},
+    KeySpec{"outbound_queue_messages", &C::outbound_queue_messages,
+            "per-connection outbound queue bound, in messages"},
+    KeySpec{"outbound_queue_bytes", &C::outbound_queue_bytes,
+            "per-connection outbound queue bound, in bytes"},
+    KeySpec{"offline_queue_messages", &C::offline_queue_messages,
+            "relay messages held per device until acknowledged (offline queue bound)"},
+    KeySpec{"offline_queue_bytes", &C::offline_queue_bytes,
+            "relay bytes held per device until acknowledged"},
+    KeySpec{"relay_memory_bytes", &C::relay_memory_bytes, "relay bytes held for all devices together"},
+    KeySpec{"relay_backpressure_wait_ms", &C::relay_backpressure_wait_ms,
+            "how long a sender waits for queue space before being refused"},
+    KeySpec{"job", &C::job, "job to run: none or neighbour-echo"},
+    KeySpec{"job_quorum", &C::job_quorum,
+            "devices online before the job starts (0 = every device with credentials)"},
+    KeySpec{"job_wait_ms", &C::job_wait_ms,
+            "start anyway this long after the first device registered (0 = wait for the quorum)"},
+    KeySpec{"job_round_deadline_ms", &C::job_round_deadline_ms,
+            "deadline of each job round; devices that miss it are recorded"},
+    KeySpec{"exit_after_jobs", &C::exit_after_jobs,
+            "exit after this many jobs finished, with status 0 only if all verified (0 = never)"},
+    KeySpec{"threads", &C::threads, "I/O threads, by default one per hardware thread"},
+    KeySpec{"log_level", &C::log_level, "debug, info, warn or error"},
+    KeySpec{"log_format", &C::log_format, "logfmt or json"},
+};
+
+template <typename T>
+std::string ParseUnsigned(std::string_view text, T* out) {
+  uint64_t value = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (text.empty() || ec == std::errc::invalid_argument || ptr != end) {
+    return "'" + std::string(text) + "' is not a non-negative integer";
+  }
+  if (ec == std::errc::result_out_of_range || value > std::numeric_limits<T>::max()) {
+    return "'" + std::string(text) + "' is out of range (0.." +
+           std::to_string(std::numeric_limits<T>::max()) + ")";
+  }
+  *out = static_cast<T>(value);
+  return {};
+}
+
+}  // namespace
+
+std::span<const KeySpec> Keys() { return kKeys; }
+
+const KeySpec* FindKey(std::string_view name) {
+  for (const KeySpec& key : kKeys) {
+    if (key.name == name) return &key;
+  }
+  return nullptr;
+}
+
+std::string ParseInto(const KeySpec& key, std::string_view text, ServerConfig& config) {
+  return std::visit(
+      [&](auto member) -> std::string {
+        auto& field = config.*member;
+        using T = std::remove_reference_t<decltype(field)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          field.assign(text);
+          return {};
+        } else if constexpr (std::is_same_v<T, LogLevel>) {
+          if (ParseLogLevel(text, &field)) return {};
+          return "'" + std::string(text) + "' is not one of debug, info, warn, error";
+        } else if constexpr (std::is_same_v<T, LogFormat>) {
+          if (ParseLogFormat(text, &field)) return {};
+          return "'" + std::string(text) + "' is not one of logfmt, json";
+        } else {
+          return ParseUnsigned(text, &field);
+        }
+      },
+      key.field);
+}
+
+std::string FormatValue(const KeySpec& key, const ServerConfig& config) {
+  return std::visit(
+      [&](auto member) -> std::string {
+        const auto& field = config.*member;
+        using T = std::remove_cvref_t<decltype(field)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          return field;
+        } else if constexpr (std::is_same_v<T, LogLevel>) {
+          return std::string(LogLevelName(field));
+        } else if constexpr (std::is_same_v<T, LogFormat>) {
+          return std::string(LogFormatName(field));
+        } else {
+          return std::to_string(field);
+        }
+      },
+      key.field);
+}
+
+}  // namespace nodefl::server::config_internal

@@ -1,0 +1,349 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/server/relay.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <utility>
+
+namespace nodefl::server {
+
+// Messages held for one device. Allocated on the first held message and
+// freed when the last one is acked, so idle devices cost only their Slot.
+struct Relay::Queue {
+  std::deque<RelayMessage> pending;  // relay_id ascending
+  size_t taken = 0;                  // pending[0, taken) handed to the current connection
+  uint64_t bytes = 0;                // payload bytes in pending
+  uint64_t taken_bytes = 0;          // payload bytes in pending[0, taken)
+
+  size_t backlog() const { return pending.size() - taken; }
+  uint64_t backlog_bytes() const { return bytes - taken_bytes; }
+};
+
+// Per-device state, guarded by the stripe lock.
+struct Relay::Slot {
+  uint64_t next_relay_id = 1;
+  uint64_t highest_delivered = 0;  // highest relay_id ever taken
+  uint64_t acked_through = 0;
+  uint64_t served_generation = 0;  // connection of the latest BeginSession
+  uint64_t session = 0;            // session the held messages belong to
+  std::shared_ptr<DeliveryTarget> target;  // set between BeginSession and EndSession
+  std::unique_ptr<Queue> queue;
+};
+
+std::string_view RelayResultName(RelayResult result) {
+  switch (result) {
+    case RelayResult::kDeliveredToOnlineQueue: return "delivered_to_online_queue";
+    case RelayResult::kQueuedOffline: return "queued_offline";
+    case RelayResult::kRefusedUnknownDestination: return "refused_unknown_destination";
+    case RelayResult::kRefusedQueueFull: return "refused_queue_full";
+    case RelayResult::kRefusedOfflineQueueFull: return "refused_offline_queue_full";
+    case RelayResult::kRefusedRelayMemoryFull: return "refused_relay_memory_full";
+    case RelayResult::kRefusedTooLarge: return "refused_too_large";
+  }
+  return "unknown";
+}
+
+RelayLimits RelayLimitsFromConfig(const ServerConfig& config) {
+  RelayLimits limits;
+  limits.online_queue_messages = config.outbound_queue_messages;
+  limits.online_queue_bytes = config.outbound_queue_bytes;
+  limits.pending_messages = config.offline_queue_messages;
+  limits.pending_bytes = config.offline_queue_bytes;
+  limits.total_bytes = config.relay_memory_bytes;
+  return limits;
+}
+
+Relay::Relay(const DeviceRegistry& registry, const RelayLimits& limits)
+    : registry_(registry), limits_(limits), slots_(new Slot[registry.index().size()]) {}
+
+Relay::~Relay() = default;
+
+bool Relay::ReserveTotalBytes(uint64_t bytes) {
+  uint64_t current = bytes_held_.load(std::memory_order_relaxed);
+  do {
+    if (current + bytes > limits_.total_bytes) return false;
+  } while (!bytes_held_.compare_exchange_weak(current, current + bytes, std::memory_order_relaxed));
+  return true;
+}
+
+void Relay::ReleaseTotal(uint64_t messages, uint64_t bytes) {
+  messages_held_.fetch_sub(messages, std::memory_order_relaxed);
+  bytes_held_.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+uint64_t Relay::SyncSession(Slot& slot, uint64_t session, std::unique_ptr<Queue>* garbage) {
+  if (session <= slot.session) return 0;  // same session, or a stale view of it
+  const bool had_session = slot.session != 0;
+  slot.session = session;
+  // Messages queued before the device's first session are meant for it.
+  if (!had_session || slot.queue == nullptr) return 0;
+  const uint64_t dropped = slot.queue->pending.size();
+  ReleaseTotal(dropped, slot.queue->bytes);
+  dropped_reset_.fetch_add(dropped, std::memory_order_relaxed);
+  queues_allocated_.fetch_sub(1, std::memory_order_relaxed);
+  *garbage = std::move(slot.queue);
+  return dropped;
+}
+
+SubmitResult Relay::Submit(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed,
+                           uint64_t job_id, uint32_t round) {
+  submitted_.fetch_add(1, std::memory_order_relaxed);
+  SubmitResult out;
+  const auto refuse = [&](RelayResult why, std::atomic<uint64_t>& counter) {
+    counter.fetch_add(1, std::memory_order_relaxed);
+    out.result = why;
+    return out;
+  };
+  if (sealed.size() > limits_.max_sealed_bytes) {
+    return refuse(RelayResult::kRefusedTooLarge, refused_too_large_);
+  }
+  const std::optional<size_t> slot_index = registry_.index().SlotOf(dst);
+  if (!slot_index) return refuse(RelayResult::kRefusedUnknownDestination, refused_unknown_);
+  // Read under the registry's lock, which is released again before ours.
+  const uint64_t session = registry_.CurrentSession(dst).value_or(0);
+
+  const uint64_t size = sealed.size();
+  if (!ReserveTotalBytes(size)) return refuse(RelayResult::kRefusedRelayMemoryFull, refused_memory_);
+
+  RelayMessage message;
+  message.job_id = job_id;
+  message.src = src;
+  message.round = round;
+  message.sealed_size = static_cast<uint32_t>(size);
+  {
+    auto payload = std::make_shared_for_overwrite<uint8_t[]>(size);
+    if (size != 0) std::memcpy(payload.get(), sealed.data(), size);
+    message.sealed = std::move(payload);
+  }
+
+  // Freed after the lock is released: a refused payload or a dropped queue.
+  std::unique_ptr<Queue> garbage;
+  RelayMessage refused_message;
+  std::shared_ptr<DeliveryTarget> wake;
+  RelayResult refusal = RelayResult::kDeliveredToOnlineQueue;
+  bool refused = false;
+  {
+    Slot& slot = slots_[*slot_index];
+    std::lock_guard<std::mutex> lock(StripeFor(*slot_index));
+    SyncSession(slot, session, &garbage);
+    const bool online = slot.target != nullptr;
+    const size_t held = slot.queue ? slot.queue->pending.size() : 0;
+    const uint64_t held_bytes = slot.queue ? slot.queue->bytes : 0;
+    const size_t backlog = slot.queue ? slot.queue->backlog() : 0;
+    const uint64_t backlog_bytes = slot.queue ? slot.queue->backlog_bytes() : 0;
+    if (online && (backlog >= limits_.online_queue_messages ||
+                   backlog_bytes + size > limits_.online_queue_bytes)) {
+      refused = true;
+      refusal = RelayResult::kRefusedQueueFull;
+    } else if (held >= limits_.pending_messages || held_bytes + size > limits_.pending_bytes) {
+      refused = true;
+      refusal = online ? RelayResult::kRefusedQueueFull : RelayResult::kRefusedOfflineQueueFull;
+    }
+    if (refused) {
+      refused_message = std::move(message);
+    } else {
+      if (slot.queue == nullptr) {
+        slot.queue = std::make_unique<Queue>();
+        queues_allocated_.fetch_add(1, std::memory_order_relaxed);
+      }
+      message.relay_id = slot.next_relay_id++;
+      out.relay_id = message.relay_id;
+      slot.queue->pending.push_back(std::move(message));
+      slot.queue->bytes += size;
+      messages_held_.fetch_add(1, std::memory_order_relaxed);
+      // Only the empty -> non-empty edge wakes the writer (see delivery_target.h).
+      if (online && backlog == 0) wake = slot.target;
+    }
+    out.result = online ? RelayResult::kDeliveredToOnlineQueue : RelayResult::kQueuedOffline;
+  }
+  if (refused) {
+    bytes_held_.fetch_sub(size, std::memory_order_relaxed);
+    return refuse(refusal,
+                  refusal == RelayResult::kRefusedQueueFull ? refused_full_ : refused_offline_full_);
+  }
+  (out.result == RelayResult::kDeliveredToOnlineQueue ? delivered_online_ : queued_offline_)
+      .fetch_add(1, std::memory_order_relaxed);
+  if (wake != nullptr) wake->OnRelayReady();
+  return out;
+}
+
+BeginSessionResult Relay::BeginSession(uint32_t dst, const AttachResult& attached,
+                                       uint64_t last_acked, std::shared_ptr<DeliveryTarget> target) {
+  BeginSessionResult result;
+  const std::optional<size_t> slot_index = registry_.index().SlotOf(dst);
+  if (!slot_index) return result;
+  std::unique_ptr<Queue> garbage;
+  std::unique_ptr<Queue> acked_garbage;
+  std::shared_ptr<DeliveryTarget> previous;  // released after unlock
+  {
+    Slot& slot = slots_[*slot_index];
+    std::lock_guard<std::mutex> lock(StripeFor(*slot_index));
+    if (attached.generation < slot.served_generation) {
+      result.status = BeginSessionStatus::kStaleGeneration;
+      return result;
+    }
+    result.dropped = SyncSession(slot, attached.session, &garbage);
+    if (attached.resumed && last_acked != 0) {
+      if (last_acked > slot.highest_delivered) {
+        invalid_acks_.fetch_add(1, std::memory_order_relaxed);
+        result.status = BeginSessionStatus::kBeyondDelivered;
+        return result;
+      }
+      AckLocked(slot, last_acked, &acked_garbage);
+    }
+    slot.served_generation = attached.generation;
+    previous = std::exchange(slot.target, std::move(target));
+    if (slot.queue != nullptr) {
+      // Rewind: the new connection gets every un-acked message again.
+      slot.queue->taken = 0;
+      slot.queue->taken_bytes = 0;
+      result.pending = slot.queue->pending.size();
+    }
+  }
+  result.status = BeginSessionStatus::kOk;
+  return result;
+}
+
+size_t Relay::Take(uint32_t dst, uint64_t generation, size_t max_messages, size_t max_bytes,
+                   std::vector<RelayMessage>* out) {
+  const std::optional<size_t> slot_index = registry_.index().SlotOf(dst);
+  if (!slot_index || max_messages == 0) return 0;
+  size_t count = 0;
+  uint64_t redelivered = 0;
+  {
+    Slot& slot = slots_[*slot_index];
+    std::lock_guard<std::mutex> lock(StripeFor(*slot_index));
+    if (generation != slot.served_generation || slot.target == nullptr || slot.queue == nullptr) {
+      return 0;
+    }
+    Queue& queue = *slot.queue;
+    uint64_t bytes = 0;
+    while (queue.taken < queue.pending.size() && count < max_messages) {
+      const RelayMessage& next = queue.pending[queue.taken];
+      if (count > 0 && bytes + next.sealed_size > max_bytes) break;
+      bytes += next.sealed_size;
+      if (next.relay_id <= slot.highest_delivered) ++redelivered;
+      slot.highest_delivered = std::max(slot.highest_delivered, next.relay_id);
+      out->push_back(next);  // copies a shared_ptr, not the payload
+      ++queue.taken;
+      queue.taken_bytes += next.sealed_size;
+      ++count;
+    }
+  }
+  taken_.fetch_add(count, std::memory_order_relaxed);
+  redelivered_.fetch_add(redelivered, std::memory_order_relaxed);
+  return count;
+}
+
+AckResult Relay::AckLocked(Slot& slot, uint64_t relay_id, std::unique_ptr<Queue>* garbage) {
+  AckResult result;
+  if (relay_id > slot.highest_delivered) {
+    invalid_acks_.fetch_add(1, std::memory_order_relaxed);
+    result.status = AckStatus::kBeyondDelivered;
+    return result;
+  }
+  if (relay_id <= slot.acked_through) {
+    duplicate_acks_.fetch_add(1, std::memory_order_relaxed);
+    result.status = AckStatus::kDuplicate;
+    return result;
+  }
+  slot.acked_through = relay_id;
+  result.status = AckStatus::kAcked;
+  if (slot.queue == nullptr) return result;
+  Queue& queue = *slot.queue;
+  uint64_t bytes = 0;
+  while (!queue.pending.empty() && queue.pending.front().relay_id <= relay_id) {
+    const uint64_t size = queue.pending.front().sealed_size;
+    bytes += size;
+    // After a rewind the ack may cover messages this connection has not
+    // taken yet (the device got them on its previous connection).
+    if (queue.taken > 0) {
+      --queue.taken;
+      queue.taken_bytes -= size;
+    }
+    queue.pending.pop_front();
+    ++result.released;
+  }
+  queue.bytes -= bytes;
+  ReleaseTotal(result.released, bytes);
+  acked_.fetch_add(result.released, std::memory_order_relaxed);
+  if (queue.pending.empty()) {
+    queues_allocated_.fetch_sub(1, std::memory_order_relaxed);
+    *garbage = std::move(slot.queue);
+  }
+  return result;
+}
+
+AckResult Relay::Ack(uint32_t dst, uint64_t relay_id) {
+  const std::optional<size_t> slot_index = registry_.index().SlotOf(dst);
+  if (!slot_index) return AckResult{};
+  std::unique_ptr<Queue> garbage;  // freed after unlock
+  std::lock_guard<std::mutex> lock(StripeFor(*slot_index));
+  return AckLocked(slots_[*slot_index], relay_id, &garbage);
+}
+
+bool Relay::EndSession(uint32_t dst, uint64_t generation) {
+  const std::optional<size_t> slot_index = registry_.index().SlotOf(dst);
+  if (!slot_index) return false;
+  std::shared_ptr<DeliveryTarget> released;  // destroyed after unlock
+  std::lock_guard<std::mutex> lock(StripeFor(*slot_index));
+  Slot& slot = slots_[*slot_index];
+  if (generation != slot.served_generation || slot.target == nullptr) return false;
+  released = std::move(slot.target);
+  slot.target = nullptr;
+  return true;
+}
+
+std::optional<RelayQueueSnapshot> Relay::QueueSnapshot(uint32_t dst) const {
+  const std::optional<size_t> slot_index = registry_.index().SlotOf(dst);
+  if (!slot_index) return std::nullopt;
+  RelayQueueSnapshot snapshot;
+  std::lock_guard<std::mutex> lock(StripeFor(*slot_index));
+  const Slot& slot = slots_[*slot_index];
+  snapshot.connected = slot.target != nullptr;
+  snapshot.next_relay_id = slot.next_relay_id;
+  snapshot.highest_delivered = slot.highest_delivered;
+  snapshot.acked_through = slot.acked_through;
+  if (slot.queue != nullptr) {
+    snapshot.pending = slot.queue->pending.size();
+    snapshot.backlog = slot.queue->backlog();
+    snapshot.pending_bytes = slot.queue->bytes;
+  }
+  return snapshot;
+}
+
+RelayStats Relay::Stats() const {
+  const auto get = [](const std::atomic<uint64_t>& counter) {
+    return counter.load(std::memory_order_relaxed);
+  };
+  RelayStats stats;
+  stats.submitted = get(submitted_);
+  stats.delivered_to_online_queue = get(delivered_online_);
+  stats.queued_offline = get(queued_offline_);
+  stats.refused_unknown_destination = get(refused_unknown_);
+  stats.refused_queue_full = get(refused_full_);
+  stats.refused_offline_queue_full = get(refused_offline_full_);
+  stats.refused_memory_full = get(refused_memory_);
+  stats.refused_too_large = get(refused_too_large_);
+  stats.taken = get(taken_);
+  stats.redelivered = get(redelivered_);
+  stats.acked = get(acked_);
+  stats.duplicate_acks = get(duplicate_acks_);
+  stats.invalid_acks = get(invalid_acks_);
+  stats.dropped_by_session_reset = get(dropped_reset_);
+  stats.messages_held = get(messages_held_);
+  stats.bytes_held = get(bytes_held_);
+  stats.queues_allocated = get(queues_allocated_);
+  return stats;
+}
+
+size_t Relay::BytesPerDevice() { return sizeof(Slot); }
+
+size_t Relay::OverheadPerMessage() {
+  // Queue entry + the shared_ptr control block allocated with the payload
+  // (two counters and a vtable pointer, rounded to malloc's 16 bytes).
+  return sizeof(RelayMessage) + 32;
+}
+
+}  // namespace nodefl::server

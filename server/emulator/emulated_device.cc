@@ -1,0 +1,283 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "emulated_device.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+
+#include "nodefl/platform/host_platform.h"
+#include "nodefl/tls/rng.h"
+#include "nodefl/wire/limits.h"
+
+namespace nodefl::emulator {
+namespace {
+
+constexpr size_t kTlsBufferBytes = 8 * 1024;
+constexpr size_t kMaxFrame = wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes;
+// Room for several frames, so a role can send a batch of sealed messages per
+// poll without waiting for the socket.
+constexpr size_t kOutputFrames = 4;
+
+// One entropy source for every device's DRBG; it must outlive them all.
+const EntropySource& HostEntropy() {
+  static const EntropySource source{&host::HostEntropyFill, nullptr};
+  return source;
+}
+
+}  // namespace
+
+EmulatedDevice::EmulatedDevice(asio::io_context& io, const FleetSetup& fleet, DeviceSetup setup)
+    : io_(io),
+      fleet_(fleet),
+      setup_(std::move(setup)),
+      strand_(asio::make_strand(io)),
+      wake_(strand_),
+      poll_timer_(strand_) {}
+
+EmulatedDevice::~EmulatedDevice() = default;
+
+uint64_t EmulatedDevice::NowMicros() const {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - epoch_).count());
+}
+
+void EmulatedDevice::Fail(const std::string& why) {
+  if (!failed_) fleet_.stats->failed.fetch_add(1);
+  failed_ = true;
+  last_error_ = why;
+}
+
+Status EmulatedDevice::Init() {
+  const uint8_t personal[4] = {static_cast<uint8_t>(setup_.id), static_cast<uint8_t>(setup_.id >> 8),
+                               static_cast<uint8_t>(setup_.id >> 16), static_cast<uint8_t>(setup_.id >> 24)};
+  NODEFL_TRY(drbg_.SeedFromEntropy(HostEntropy(), ConstByteSpan(personal)));
+  NODEFL_TRY(credentials_.ShareCaChain(*fleet_.ca));
+  NODEFL_TRY(credentials_.LoadOwnIdentity(ConstByteSpan(setup_.certificate_der),
+                                          ConstByteSpan(setup_.private_key_der)));
+  // The key material now lives in MbedTLS's contexts; drop our copies.
+  std::fill(setup_.private_key_der.begin(), setup_.private_key_der.end(), 0);
+  setup_.private_key_der.clear();
+  setup_.certificate_der.clear();
+  NODEFL_TRY(tls_config_.Init(tls::TlsRole::kClient, credentials_, &tls::DrbgRandom, &drbg_));
+
+  frame_buffer_.resize(kMaxFrame);
+  output_buffer_.resize(kOutputFrames * kMaxFrame);
+  device::SessionOptions options;
+  options.device_id = setup_.id;
+  session_ = std::make_unique<device::DeviceSession>(
+      options, device::SessionBuffers{ByteSpan(frame_buffer_), ByteSpan(output_buffer_)});
+
+  peers_.resize(setup_.neighbours.size());
+  for (size_t i = 0; i < peers_.size(); ++i) peers_[i].id = setup_.neighbours[i];
+  role_ = std::make_unique<roles::NeighbourEchoRole>(setup_.id, Span<roles::EchoPeer>(peers_), credentials_,
+                                                     &tls::DrbgRandom, &drbg_);
+  NODEFL_TRY(role_->Init());
+  return session_->AddRole(*role_);
+}
+
+void EmulatedDevice::Start() {
+  asio::co_spawn(strand_, [self = shared_from_this()] { return self->Run(); }, asio::detached);
+}
+
+void EmulatedDevice::Stop() {
+  asio::post(strand_, [self = shared_from_this()] {
+    self->stopping_ = true;
+    if (self->session_->state() == device::SessionState::kReady) {
+      self->session_->Close("emulator finished").IgnoreError();
+    }
+    self->Wake();
+    self->poll_timer_.cancel();
+  });
+}
+
+void EmulatedDevice::Wake() {
+  wake_pending_ = true;
+  wake_.cancel();
+}
+
+asio::awaitable<bool> EmulatedDevice::Connect() {
+  asio::steady_timer pause(strand_);
+  while (!fleet_.gate->TryEnter()) {
+    pause.expires_after(std::chrono::milliseconds(5));
+    boost::system::error_code ec;
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (stopping_) co_return false;
+  }
+  fleet_.stats->connecting.fetch_add(1);
+  const auto started = Clock::now();
+  tcp::socket socket(strand_);
+  boost::system::error_code ec;
+  co_await socket.async_connect(fleet_.server, asio::redirect_error(asio::use_awaitable, ec));
+  bool ok = false;
+  if (ec) {
+    last_error_ = "connect: " + ec.message();
+  } else {
+    socket.set_option(tcp::no_delay(true), ec);
+    tls_ = std::make_unique<server::net::TlsSocket>(std::move(socket), kTlsBufferBytes);
+    Status st = tls_->Init(tls_config_, fleet_.server_name.c_str());
+    if (st.ok()) st = co_await tls_->Handshake();
+    if (st.ok()) {
+      ok = true;
+      fleet_.stats->handshake_us_total.fetch_add(static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count()));
+    } else {
+      last_error_ = std::string("tls handshake: ") + st.str() + " " + tls_->endpoint().last_error_text();
+      tls_->Close();
+    }
+  }
+  fleet_.stats->connecting.fetch_sub(1);
+  fleet_.gate->Leave();
+  co_return ok;
+}
+
+asio::awaitable<void> EmulatedDevice::Run() {
+  auto self = shared_from_this();
+  uint32_t attempts = 0;
+  bool ever_connected = false;
+  while (!stopping_ && !failed_) {
+    if (!co_await Connect()) {
+      if (stopping_) break;
+      fleet_.stats->connect_failures.fetch_add(1);
+      if (++attempts >= fleet_.max_connect_attempts) {
+        Fail("gave up connecting: " + last_error_);
+        break;
+      }
+      asio::steady_timer backoff(strand_, std::chrono::milliseconds(100 * attempts));
+      boost::system::error_code ec;
+      co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
+    attempts = 0;
+    const Status begun = ever_connected ? session_->Reconnect(NowMicros()) : session_->Start(NowMicros());
+    if (!begun.ok()) {
+      Fail(std::string("session start: ") + begun.str());
+      break;
+    }
+    if (ever_connected) fleet_.stats->reconnects.fetch_add(1);
+    if (!ever_connected) fleet_.stats->connected.fetch_add(1);
+    ever_connected = true;
+    connection_up_ = true;
+    ++connection_epoch_;
+    asio::co_spawn(strand_, Writer(), asio::detached);
+    asio::co_spawn(strand_, Poller(), asio::detached);
+    co_await Reader();
+    connection_up_ = false;
+    Wake();
+    poll_timer_.cancel();
+    tls_->Close();
+    NoteProgress();
+    if (session_->state() == device::SessionState::kClosed && !stopping_) {
+      // A finished device may be sent away (the server ends after its job);
+      // otherwise the server refused us or the protocol broke, and retrying
+      // would not help.
+      if (!role_->finished()) Fail(std::string("session closed: ") + session_->last_error());
+      break;
+    }
+  }
+}
+
+asio::awaitable<void> EmulatedDevice::Reader() {
+  std::vector<uint8_t> plain(kTlsBufferBytes);
+  std::vector<uint8_t> pending;
+  asio::steady_timer pause(strand_);
+  while (connection_up_) {
+    Result<size_t> n = co_await tls_->Read(ByteSpan(plain));
+    if (!n.ok() || *n == 0) {
+      if (!n.ok()) last_error_ = std::string("read: ") + n.status().str();
+      co_return;
+    }
+    pending.insert(pending.end(), plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(*n));
+    while (!pending.empty() && connection_up_) {
+      size_t consumed = 0;
+      const Status st = session_->OnReceived(ConstByteSpan(pending), NowMicros(), &consumed);
+      pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(consumed));
+      if (!st.ok()) {
+        last_error_ = std::string("session: ") + st.str() + " " + session_->last_error();
+        Wake();
+        co_return;
+      }
+      if (Status polled = session_->Poll(NowMicros()); !polled.ok()) {
+        last_error_ = std::string("poll: ") + polled.str() + " " + session_->last_error();
+        co_return;
+      }
+      NoteProgress();
+      Wake();
+      if (!pending.empty()) {
+        // The session's output is full: let the writer drain it first.
+        pause.expires_after(std::chrono::milliseconds(1));
+        boost::system::error_code ec;
+        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+    }
+  }
+}
+
+asio::awaitable<void> EmulatedDevice::Writer() {
+  auto self = shared_from_this();
+  const uint32_t epoch = connection_epoch_;
+  std::vector<uint8_t> batch;
+  while (connection_up_ && epoch == connection_epoch_) {
+    const ConstByteSpan out = session_->PendingOutput();
+    if (out.empty()) {
+      if (stopping_ && session_->state() == device::SessionState::kClosed) {
+        co_await tls_->GracefulClose();
+        co_return;
+      }
+      if (!wake_pending_) {
+        wake_.expires_at(Clock::time_point::max());
+        boost::system::error_code ec;
+        co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+      wake_pending_ = false;
+      continue;
+    }
+    // Copy first: the session keeps appending while the socket write waits.
+    batch.assign(out.begin(), out.end());
+    session_->ConsumeOutput(out.size());
+    const Status written = co_await tls_->Write(ConstByteSpan(batch));
+    if (!written.ok()) {
+      tls_->Close();
+      co_return;
+    }
+  }
+}
+
+asio::awaitable<void> EmulatedDevice::Poller() {
+  auto self = shared_from_this();
+  const uint32_t epoch = connection_epoch_;
+  while (connection_up_ && epoch == connection_epoch_ && !stopping_) {
+    poll_timer_.expires_after(fleet_.poll_interval);
+    boost::system::error_code ec;
+    co_await poll_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!connection_up_ || epoch != connection_epoch_) break;
+    const Status polled = session_->Poll(NowMicros());
+    if (!polled.ok()) {
+      last_error_ = std::string("poll: ") + polled.str() + " " + session_->last_error();
+      tls_->Close();  // the reader sees the failure and the device reconnects
+      break;
+    }
+    Wake();
+    NoteProgress();
+  }
+}
+
+void EmulatedDevice::NoteProgress() {
+  const auto& s = role_->stats();
+  if (s.sent < reported_.sent || s.received < reported_.received) reported_ = {};  // a new job began
+  fleet_.stats->sealed_sent.fetch_add(s.sent - reported_.sent);
+  fleet_.stats->verified_received.fetch_add(s.received - reported_.received);
+  fleet_.stats->duplicates.fetch_add(s.duplicates - reported_.duplicates);
+  fleet_.stats->rejected.fetch_add(s.rejected - reported_.rejected);
+  reported_ = s;
+  if (role_->finished() && !counted_finished_) {
+    counted_finished_ = true;
+    fleet_.stats->finished.fetch_add(1);
+  }
+}
+
+}  // namespace nodefl::emulator

@@ -1,0 +1,146 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// EmulatedDevice: one graph node running the real device SDK: its own
+// credentials and DRBG, its own TLS connection (tls::TlsEndpoint through
+// TlsSocket), a device::DeviceSession and the roles it serves. Only its own
+// neighbour list is given to it. Three coroutines on its strand: reader,
+// writer and a poll timer; reconnects with its resume token if the
+// connection breaks.
+#pragma once
+
+#include <utility>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nodefl/device/device_session.h"
+#include "nodefl/random/drbg.h"
+#include "nodefl/roles/neighbour_echo.h"
+#include "nodefl/server/net/tls_socket.h"
+#include "nodefl/tls/config.h"
+#include "nodefl/tls/credentials.h"
+
+namespace nodefl::emulator {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+// Counters shared by all devices (atomics: devices run on several threads).
+struct FleetStats {
+  std::atomic<uint64_t> connecting{0};
+  std::atomic<uint64_t> connected{0};       // handshake done, at some point
+  std::atomic<uint64_t> registered{0};
+  std::atomic<uint64_t> reconnects{0};
+  std::atomic<uint64_t> connect_failures{0};
+  std::atomic<uint64_t> failed{0};          // gave up
+  std::atomic<uint64_t> finished{0};        // role reported round 2
+  std::atomic<uint64_t> sealed_sent{0};
+  std::atomic<uint64_t> verified_received{0};
+  std::atomic<uint64_t> duplicates{0};
+  std::atomic<uint64_t> rejected{0};
+  std::atomic<uint64_t> handshake_us_total{0};
+};
+
+// Limits how many devices connect and handshake at the same time, so that
+// 10,000 devices do not all hit the server's accept queue at once.
+class ConnectGate {
+ public:
+  explicit ConnectGate(size_t slots) : free_(slots) {}
+  bool TryEnter() {
+    size_t f = free_.load();
+    while (f > 0) {
+      if (free_.compare_exchange_weak(f, f - 1)) return true;
+    }
+    return false;
+  }
+  void Leave() { free_.fetch_add(1); }
+
+ private:
+  std::atomic<size_t> free_;
+};
+
+struct DeviceSetup {
+  uint32_t id = 0;
+  std::vector<uint32_t> neighbours;  // sorted
+  std::vector<uint8_t> certificate_der;
+  std::vector<uint8_t> private_key_der;
+};
+
+struct FleetSetup {
+  tcp::endpoint server;
+  std::string server_name;
+  const tls::TlsCredentials* ca = nullptr;  // holds the pinned CA chain
+  FleetStats* stats = nullptr;
+  ConnectGate* gate = nullptr;
+  uint32_t max_connect_attempts = 20;
+  std::chrono::milliseconds poll_interval{50};
+};
+
+class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
+ public:
+  EmulatedDevice(asio::io_context& io, const FleetSetup& fleet, DeviceSetup setup);
+  ~EmulatedDevice();
+
+  // Loads credentials and builds the TLS configuration and the session.
+  Status Init();
+  void Start();
+  void Stop();
+
+  bool finished() const { return role_ && role_->finished(); }
+  bool failed() const { return failed_; }
+  uint32_t id() const { return setup_.id; }
+  const roles::NeighbourEchoRole::Stats* stats() const { return role_ ? &role_->stats() : nullptr; }
+  const char* last_error() const { return last_error_.c_str(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  asio::awaitable<void> Run();
+  asio::awaitable<bool> Connect();
+  asio::awaitable<void> Reader();
+  asio::awaitable<void> Writer();
+  asio::awaitable<void> Poller();
+  void Wake();
+  uint64_t NowMicros() const;
+  void Fail(const std::string& why);
+  // Moves the role's counts into the fleet counters (after every step).
+  void NoteProgress();
+
+  asio::io_context& io_;
+  const FleetSetup& fleet_;
+  DeviceSetup setup_;
+  asio::strand<asio::io_context::executor_type> strand_;
+  asio::steady_timer wake_;
+  asio::steady_timer poll_timer_;
+
+  Drbg drbg_;
+  tls::TlsCredentials credentials_;
+  tls::TlsConfig tls_config_;
+  std::unique_ptr<server::net::TlsSocket> tls_;
+  std::vector<uint8_t> frame_buffer_;
+  std::vector<uint8_t> output_buffer_;
+  std::unique_ptr<device::DeviceSession> session_;
+  std::vector<roles::EchoPeer> peers_;
+  std::unique_ptr<roles::NeighbourEchoRole> role_;
+
+  bool connection_up_ = false;
+  bool stopping_ = false;
+  bool failed_ = false;
+  bool wake_pending_ = false;
+  bool counted_finished_ = false;
+  uint32_t connection_epoch_ = 0;
+  std::string last_error_;
+  Clock::time_point epoch_ = Clock::now();
+  roles::NeighbourEchoRole::Stats reported_{};
+};
+
+}  // namespace nodefl::emulator

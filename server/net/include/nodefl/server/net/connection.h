@@ -1,0 +1,111 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// Connection: one device's TLS connection on the server, run by coroutines
+// on its own strand (docs/protocol.md, "Server session"):
+//
+//   handshake (deadline) -> identity from the client certificate
+//   -> Hello (deadline; must name the certificate's device id)
+//   -> registry Attach + relay BeginSession -> Welcome
+//   -> running: relay, acks, peer certificates, heartbeats, job reports
+//      (idle deadline, reset by every frame)
+//   -> close: relay EndSession + registry Detach
+//
+// Two coroutines share the strand after Welcome: the reader (frames in) and
+// the writer (control frames, then relay deliveries pulled from the relay).
+// Any protocol violation gets an Error frame naming it, a log line, and the
+// connection closed; other connections are unaffected.
+#pragma once
+
+// Boost 1.74's awaitable.hpp uses std::exchange without including <utility>.
+#include <utility>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nodefl/server/delivery_target.h"
+#include "nodefl/server/net/server_context.h"
+#include "nodefl/server/net/tls_socket.h"
+#include "nodefl/wire/envelope.pb.h"
+#include "nodefl/wire/frame.h"
+
+namespace nodefl::server::net {
+
+class Connection final : public DeliveryTarget, public std::enable_shared_from_this<Connection> {
+ public:
+  using Strand = asio::strand<asio::any_io_executor>;
+
+  Connection(ServerContext& context, tcp::socket socket, uint64_t connection_id);
+  ~Connection() override;
+
+  void Start();
+
+  // DeliveryTarget (any thread).
+  void OnRelayReady() override;
+  void RequestClose(CloseReason reason) override;
+
+  // Queues a JobStart (any thread).
+  void SendJobStart(uint64_t job_id, uint32_t round, nodefl_wire_JobKind kind, uint32_t deadline_ms,
+                    std::vector<uint8_t> parameters);
+
+ private:
+  enum class State { kHandshake, kAwaitHello, kRunning, kClosing, kClosed };
+  using Clock = std::chrono::steady_clock;
+
+  asio::awaitable<void> Run();
+  asio::awaitable<void> Writer();
+  asio::awaitable<void> Watchdog();
+  // Handles one frame; false means stop reading (closing).
+  asio::awaitable<bool> HandleFrame(ConstByteSpan payload);
+  asio::awaitable<bool> HandleHello();
+  asio::awaitable<bool> HandleRelaySend();
+  bool HandleRelayAck();
+  bool HandlePeerKeyRequest();
+
+  // Encodes `out_` as a frame into the control queue and wakes the writer.
+  bool QueueControl(nodefl_wire_Envelope& env);
+  // Error frame, log line, then close once everything queued is written.
+  bool Refuse(StatusCode code, const std::string& text, uint64_t offending_seq, const char* event);
+  void SetDeadline(uint32_t ms, const char* what);
+  void Wake();
+  void Close();
+  void Detach();
+
+  ServerContext& ctx_;
+  Strand strand_;
+  TlsSocket tls_;
+  asio::steady_timer wake_;
+  asio::steady_timer deadline_timer_;
+  uint64_t id_;
+  std::string remote_;
+
+  State state_ = State::kHandshake;
+  uint32_t device_id_ = 0;
+  uint64_t generation_ = 0;
+  bool attached_ = false;
+  bool writer_running_ = false;
+  bool wake_pending_ = false;
+  bool close_after_flush_ = false;
+  Clock::time_point deadline_{};
+  const char* deadline_what_ = "handshake";
+
+  uint64_t next_out_seq_ = 1;
+  uint64_t expected_in_seq_ = 1;
+  std::deque<std::vector<uint8_t>> control_;
+  std::vector<uint8_t> frame_storage_;
+  wire::FrameDecoder decoder_;
+  std::unique_ptr<nodefl_wire_Envelope> in_;
+  std::unique_ptr<nodefl_wire_Envelope> out_;
+  uint64_t frames_in_ = 0;
+  uint64_t frames_out_ = 0;
+};
+
+}  // namespace nodefl::server::net

@@ -1,0 +1,68 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// JobRunner: starts the configured job once enough devices are online
+// (ServerConfig::job, job_quorum, job_wait_ms), delivers its JobStart
+// messages through the devices' connections, feeds it the devices' reports,
+// enforces its deadlines and logs progress and the final summary. Runs on
+// its own strand; the job logic itself lives in server/jobs (no network code
+// there).
+#pragma once
+
+// Boost 1.74's awaitable.hpp uses std::exchange without including <utility>.
+#include <utility>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "nodefl/server/jobs/neighbour_echo_job.h"
+#include "nodefl/server/net/server_context.h"
+
+namespace nodefl::server::net {
+
+class JobRunner final : public JobSink {
+ public:
+  // `on_finished(verified)` after each job; `on_all_done` once
+  // exit_after_jobs jobs have finished.
+  JobRunner(boost::asio::io_context& io, ServerContext& context, std::vector<uint32_t> known_devices,
+            std::function<void(bool)> on_finished, std::function<void()> on_all_done);
+
+  void Start();
+  void Stop();
+  void OnJobReport(uint32_t device, uint64_t job_id, uint32_t round,
+                   const nodefl_wire_JobReport& report) override;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  boost::asio::awaitable<void> Loop();
+  void Tick();
+  void StartJob(std::vector<uint32_t> participants);
+  void Dispatch(const jobs::NeighbourEchoJob::StartRound& start);
+  void FinishJob();
+  uint64_t NowMicros() const;
+
+  ServerContext& ctx_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  boost::asio::steady_timer timer_;
+  std::vector<uint32_t> known_;
+  std::function<void(bool)> on_finished_;
+  std::function<void()> on_all_done_;
+  bool stopped_ = false;
+  bool started_ = false;
+  Clock::time_point epoch_ = Clock::now();
+  std::optional<Clock::time_point> first_online_;
+  Clock::time_point last_progress_{};
+  std::optional<jobs::NeighbourEchoJob> job_;
+  uint64_t next_job_id_ = 1;
+  uint32_t jobs_finished_ = 0;
+  std::vector<uint8_t> salt_;
+};
+
+}  // namespace nodefl::server::net

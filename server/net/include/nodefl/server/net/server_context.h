@@ -1,0 +1,55 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// What every connection of the server shares: configuration, logs, the TLS
+// configuration, the registry, the relay, the peer-certificate store and the
+// job runner. Owned by Server; connections hold a reference.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "nodefl/server/config.h"
+#include "nodefl/server/log.h"
+#include "nodefl/server/net/peer_certificates.h"
+#include "nodefl/server/registry.h"
+#include "nodefl/server/relay.h"
+#include "nodefl/tls/config.h"
+#include "nodefl/wire/envelope.pb.h"
+
+namespace nodefl::server::net {
+
+// Receives job reports from connections (any thread).
+class JobSink {
+ public:
+  virtual ~JobSink() = default;
+  virtual void OnJobReport(uint32_t device, uint64_t job_id, uint32_t round,
+                           const nodefl_wire_JobReport& report) = 0;
+};
+
+struct ServerCounters {
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> handshakes_ok{0};
+  std::atomic<uint64_t> handshakes_failed{0};
+  std::atomic<uint64_t> registered{0};
+  std::atomic<uint64_t> refused{0};           // Hello refused (identity, token, capacity)
+  std::atomic<uint64_t> protocol_errors{0};   // connections closed for a protocol violation
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<uint64_t> relay_sent{0};        // RelaySend accepted
+  std::atomic<uint64_t> relay_delivered{0};   // RelayDeliver written
+  std::atomic<uint64_t> relay_bytes{0};       // sealed payload bytes accepted
+  std::atomic<uint64_t> open_connections{0};
+};
+
+struct ServerContext {
+  ServerConfig config;
+  Logger* log = nullptr;
+  const tls::TlsConfig* tls = nullptr;
+  DeviceRegistry* registry = nullptr;
+  Relay* relay = nullptr;
+  const PeerCertificateStore* certificates = nullptr;
+  JobSink* jobs = nullptr;
+  ServerCounters counters;
+};
+
+}  // namespace nodefl::server::net

@@ -1,0 +1,489 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/server/net/connection.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include "nodefl/wire/envelope_codec.h"
+#include "nodefl/wire/limits.h"
+
+namespace nodefl::server::net {
+namespace {
+
+constexpr size_t kTlsBufferBytes = 16 * 1024 + 64;
+constexpr size_t kPlaintextChunk = 16 * 1024;
+constexpr size_t kWriteBatchBytes = 32 * 1024;
+constexpr size_t kRelayTakeMessages = 32;
+// Peer-certificate answers waiting to be written before the reader pauses.
+constexpr size_t kControlQueueSoftLimit = 256;
+
+StatusCode CodeForAttach(AttachStatus s) {
+  switch (s) {
+    case AttachStatus::kUnknownDevice: return StatusCode::kPermissionDenied;
+    case AttachStatus::kWrongToken: return StatusCode::kUnauthenticated;
+    case AttachStatus::kServerFull: return StatusCode::kUnavailable;
+    default: return StatusCode::kInternal;
+  }
+}
+
+}  // namespace
+
+Connection::Connection(ServerContext& context, tcp::socket socket, uint64_t connection_id)
+    : ctx_(context),
+      strand_(asio::make_strand(socket.get_executor())),
+      tls_(std::move(socket), kTlsBufferBytes),
+      wake_(strand_),
+      deadline_timer_(strand_),
+      id_(connection_id),
+      frame_storage_(wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes),
+      decoder_(ByteSpan(frame_storage_), std::min<size_t>(context.config.max_frame_bytes,
+                                                         wire::kMaxFramePayloadBytes)),
+      in_(std::make_unique<nodefl_wire_Envelope>()),
+      out_(std::make_unique<nodefl_wire_Envelope>()) {
+  remote_ = tls_.remote();
+  ctx_.counters.open_connections.fetch_add(1, std::memory_order_relaxed);
+}
+
+Connection::~Connection() { ctx_.counters.open_connections.fetch_sub(1, std::memory_order_relaxed); }
+
+void Connection::Start() {
+  asio::co_spawn(strand_, [self = shared_from_this()] { return self->Run(); }, asio::detached);
+}
+
+void Connection::Wake() {
+  wake_pending_ = true;
+  wake_.cancel();
+}
+
+void Connection::OnRelayReady() {
+  asio::post(strand_, [self = shared_from_this()] { self->Wake(); });
+}
+
+void Connection::RequestClose(CloseReason reason) {
+  asio::post(strand_, [self = shared_from_this(), reason] {
+    if (self->state_ == State::kClosed) return;
+    wire::InitEnvelope(self->out_.get(), nodefl_wire_Envelope_goodbye_tag);
+    wire::SetString(self->out_->body.goodbye.reason,
+                    reason == CloseReason::kReplaced ? "replaced by a newer connection"
+                                                     : "server shutting down");
+    self->QueueControl(*self->out_);
+    self->close_after_flush_ = true;
+    if (self->writer_running_) {
+      self->Wake();
+    } else {
+      self->Close();
+    }
+  });
+}
+
+void Connection::SendJobStart(uint64_t job_id, uint32_t round, nodefl_wire_JobKind kind,
+                              uint32_t deadline_ms, std::vector<uint8_t> parameters) {
+  asio::post(strand_, [self = shared_from_this(), job_id, round, kind, deadline_ms,
+                       parameters = std::move(parameters)] {
+    if (self->state_ != State::kRunning) return;
+    nodefl_wire_Envelope& e = *self->out_;
+    wire::InitEnvelope(&e, nodefl_wire_Envelope_job_start_tag, 0, job_id, round);
+    e.body.job_start.kind = kind;
+    e.body.job_start.deadline_ms = deadline_ms;
+    if (!wire::SetBytes(&e.body.job_start.parameters, ConstByteSpan(parameters)).ok()) return;
+    self->QueueControl(e);
+  });
+}
+
+bool Connection::QueueControl(nodefl_wire_Envelope& env) {
+  env.version = wire::kProtocolVersion;
+  env.seq = next_out_seq_;
+  std::vector<uint8_t> frame(wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes);
+  Result<size_t> n = wire::EncodeFrame(env, ByteSpan(frame));
+  if (!n.ok()) {
+    ctx_.log->Error("encode_failed", {{"conn", id_}, {"device", device_id_}, {"body", wire::BodyName(env.which_body)}});
+    return false;
+  }
+  frame.resize(*n);
+  ++next_out_seq_;
+  control_.push_back(std::move(frame));
+  Wake();
+  return true;
+}
+
+bool Connection::Refuse(StatusCode code, const std::string& text, uint64_t offending_seq,
+                        const char* event) {
+  ctx_.counters.protocol_errors.fetch_add(1, std::memory_order_relaxed);
+  ctx_.log->Warn(event, {{"conn", id_},
+                         {"device", device_id_},
+                         {"peer", remote_},
+                         {"code", Status(code).str()},
+                         {"reason", text}});
+  wire::InitError(out_.get(), code, text.c_str(), offending_seq, 0);
+  QueueControl(*out_);
+  close_after_flush_ = true;
+  state_ = State::kClosing;
+  return false;
+}
+
+void Connection::SetDeadline(uint32_t ms, const char* what) {
+  deadline_ = Clock::now() + std::chrono::milliseconds(ms);
+  deadline_what_ = what;
+}
+
+void Connection::Close() {
+  if (state_ == State::kClosed) return;
+  state_ = State::kClosed;
+  tls_.Close();
+  wake_.cancel();
+  deadline_timer_.cancel();
+}
+
+void Connection::Detach() {
+  if (!attached_) return;
+  attached_ = false;
+  ctx_.relay->EndSession(device_id_, generation_);
+  ctx_.registry->Detach(device_id_, generation_);
+}
+
+asio::awaitable<void> Connection::Watchdog() {
+  auto self = shared_from_this();
+  while (state_ != State::kClosed) {
+    deadline_timer_.expires_at(deadline_);
+    boost::system::error_code ec;
+    co_await deadline_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (state_ == State::kClosed) break;
+    if (Clock::now() >= deadline_) {
+      ctx_.counters.timeouts.fetch_add(1, std::memory_order_relaxed);
+      ctx_.log->Warn("deadline_exceeded",
+                     {{"conn", id_}, {"device", device_id_}, {"peer", remote_}, {"phase", deadline_what_}});
+      Close();
+      break;
+    }
+  }
+}
+
+asio::awaitable<void> Connection::Run() {
+  auto self = shared_from_this();
+  ctx_.counters.accepted.fetch_add(1, std::memory_order_relaxed);
+  const Status init = tls_.Init(*ctx_.tls, nullptr);
+  if (!init.ok()) {
+    ctx_.log->Error("tls_init_failed", {{"conn", id_}, {"code", init.str()}});
+    Close();
+    co_return;
+  }
+  SetDeadline(ctx_.config.handshake_timeout_ms, "handshake");
+  asio::co_spawn(strand_, Watchdog(), asio::detached);
+
+  const Status handshake = co_await tls_.Handshake();
+  if (!handshake.ok()) {
+    ctx_.counters.handshakes_failed.fetch_add(1, std::memory_order_relaxed);
+    ctx_.log->Warn("tls_handshake_failed", {{"conn", id_},
+                                            {"peer", remote_},
+                                            {"code", handshake.str()},
+                                            {"detail", tls_.endpoint().last_error_text()},
+                                            {"verify_flags", tls_.endpoint().verify_flags()}});
+    Close();
+    co_return;
+  }
+  const Result<uint32_t> identity = tls_.endpoint().PeerDeviceId();
+  if (!identity.ok()) {
+    ctx_.counters.handshakes_failed.fetch_add(1, std::memory_order_relaxed);
+    ctx_.log->Warn("tls_identity_refused", {{"conn", id_}, {"peer", remote_}, {"code", identity.status().str()}});
+    co_await tls_.GracefulClose();
+    Close();
+    co_return;
+  }
+  ctx_.counters.handshakes_ok.fetch_add(1, std::memory_order_relaxed);
+  device_id_ = *identity;
+  state_ = State::kAwaitHello;
+  SetDeadline(ctx_.config.hello_timeout_ms, "hello");
+  tls_.set_on_ciphertext([this] { Wake(); });
+
+  std::vector<uint8_t> plain(kPlaintextChunk);
+  std::string end_reason = "peer closed";
+  while (state_ == State::kAwaitHello || state_ == State::kRunning) {
+    Result<size_t> n = co_await tls_.Read(ByteSpan(plain));
+    if (!n.ok() || *n == 0) {
+      if (!n.ok()) end_reason = std::string("read: ") + n.status().str() + " " + tls_.endpoint().last_error_text();
+      break;
+    }
+    if (attached_) ctx_.registry->RecordInbound(device_id_, *n);
+    size_t offset = 0;
+    bool keep = true;
+    while (keep && (offset < *n || decoder_.has_frame())) {
+      if (!decoder_.has_frame()) {
+        size_t consumed = 0;
+        const Status fed = decoder_.Feed(ConstByteSpan(plain.data() + offset, *n - offset), &consumed);
+        offset += consumed;
+        if (!fed.ok()) {
+          keep = Refuse(fed.code(), "malformed or oversize frame", 0, "bad_frame");
+          break;
+        }
+        if (!decoder_.has_frame()) break;
+      }
+      ++frames_in_;
+      keep = co_await HandleFrame(decoder_.frame());
+      decoder_.PopFrame();
+    }
+    if (!keep) {
+      end_reason = "refused";
+      break;
+    }
+  }
+
+  // Closing: let the writer flush what is queued (an Error, a Goodbye), or
+  // write it here if the writer never started.
+  if (state_ != State::kClosed) {
+    if (writer_running_) {
+      close_after_flush_ = true;
+      Wake();
+    } else {
+      std::vector<uint8_t> batch;
+      for (auto& f : control_) batch.insert(batch.end(), f.begin(), f.end());
+      control_.clear();
+      if (!batch.empty() && tls_.endpoint().handshake_done()) (void)co_await tls_.Write(ConstByteSpan(batch));
+      co_await tls_.GracefulClose();
+      Close();
+    }
+  }
+  ctx_.log->Info("disconnected", {{"conn", id_},
+                                  {"device", device_id_},
+                                  {"peer", remote_},
+                                  {"reason", end_reason},
+                                  {"frames_in", frames_in_},
+                                  {"frames_out", frames_out_},
+                                  {"bytes_in", tls_.bytes_in()},
+                                  {"bytes_out", tls_.bytes_out()}});
+  Detach();
+}
+
+asio::awaitable<void> Connection::Writer() {
+  auto self = shared_from_this();
+  writer_running_ = true;
+  std::vector<uint8_t> batch;
+  std::vector<RelayMessage> taken;
+  std::vector<uint8_t> frame(wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes);
+  nodefl_wire_Envelope& env = *out_;
+  while (state_ != State::kClosed) {
+    batch.clear();
+    while (!control_.empty() && batch.size() < kWriteBatchBytes) {
+      batch.insert(batch.end(), control_.front().begin(), control_.front().end());
+      control_.pop_front();
+    }
+    if (state_ == State::kRunning && !close_after_flush_) {
+      taken.clear();
+      ctx_.relay->Take(device_id_, generation_, kRelayTakeMessages, kWriteBatchBytes, &taken);
+      for (const RelayMessage& m : taken) {
+        wire::InitEnvelope(&env, nodefl_wire_Envelope_relay_deliver_tag, next_out_seq_, m.job_id, m.round);
+        env.body.relay_deliver.src = m.src;
+        env.body.relay_deliver.relay_id = m.relay_id;
+        if (!wire::SetBytes(&env.body.relay_deliver.sealed, ConstByteSpan(m.sealed_bytes().data(),
+                                                                          m.sealed_bytes().size()))
+                 .ok()) {
+          continue;  // cannot happen: the relay refuses payloads over the wire limit
+        }
+        Result<size_t> n = wire::EncodeFrame(env, ByteSpan(frame));
+        if (!n.ok()) continue;
+        ++next_out_seq_;
+        batch.insert(batch.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(*n));
+        ctx_.counters.relay_delivered.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    if (batch.empty()) {
+      if (close_after_flush_ || state_ != State::kRunning) break;
+      if (!wake_pending_) {
+        wake_.expires_at(Clock::time_point::max());
+        boost::system::error_code ec;
+        co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+      wake_pending_ = false;
+      continue;
+    }
+    const Status written = co_await tls_.Write(ConstByteSpan(batch));
+    if (!written.ok()) break;
+    ++frames_out_;
+    ctx_.registry->RecordOutbound(device_id_, batch.size());
+  }
+  if (state_ != State::kClosed) {
+    co_await tls_.GracefulClose();
+    Close();
+  }
+  writer_running_ = false;
+}
+
+asio::awaitable<bool> Connection::HandleFrame(ConstByteSpan payload) {
+  nodefl_wire_Envelope& m = *in_;
+  const Status decoded = wire::DecodeEnvelope(payload, &m);
+  if (!decoded.ok()) co_return Refuse(decoded.code(), "undecodable message", 0, "bad_message");
+  if (m.seq != expected_in_seq_) {
+    co_return Refuse(StatusCode::kDataLoss,
+                     "sequence number " + std::to_string(m.seq) + ", expected " + std::to_string(expected_in_seq_),
+                     m.seq, "out_of_sequence");
+  }
+  ++expected_in_seq_;
+  if (!wire::MaySend(wire::Peer::kDevice, m.which_body)) {
+    co_return Refuse(StatusCode::kUnimplemented,
+                     std::string("devices may not send ") + wire::BodyName(m.which_body), m.seq,
+                     "unexpected_message_type");
+  }
+  if (state_ == State::kAwaitHello) {
+    if (m.which_body != nodefl_wire_Envelope_hello_tag) {
+      co_return Refuse(StatusCode::kFailedPrecondition,
+                       std::string(wire::BodyName(m.which_body)) + " before Hello", m.seq, "out_of_phase");
+    }
+    co_return co_await HandleHello();
+  }
+  SetDeadline(ctx_.config.idle_timeout_ms, "idle");
+  switch (m.which_body) {
+    case nodefl_wire_Envelope_heartbeat_tag: {
+      wire::InitEnvelope(out_.get(), nodefl_wire_Envelope_heartbeat_tag);
+      out_->body.heartbeat.sent_at_us = m.body.heartbeat.sent_at_us;
+      co_return QueueControl(*out_);
+    }
+    case nodefl_wire_Envelope_relay_send_tag:
+      co_return co_await HandleRelaySend();
+    case nodefl_wire_Envelope_relay_ack_tag:
+      co_return HandleRelayAck();
+    case nodefl_wire_Envelope_peer_key_request_tag: {
+      // Pause reading while many answers wait to be written: the device's
+      // requests then queue in TCP instead of in server memory.
+      asio::steady_timer pause(strand_);
+      while (control_.size() > kControlQueueSoftLimit && state_ == State::kRunning) {
+        pause.expires_after(std::chrono::milliseconds(2));
+        boost::system::error_code ec;
+        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+      co_return HandlePeerKeyRequest();
+    }
+    case nodefl_wire_Envelope_job_report_tag:
+      if (ctx_.jobs != nullptr) ctx_.jobs->OnJobReport(device_id_, m.job_id, m.round, m.body.job_report);
+      co_return true;
+    case nodefl_wire_Envelope_goodbye_tag:
+      ctx_.log->Info("goodbye", {{"conn", id_}, {"device", device_id_}, {"reason", m.body.goodbye.reason}});
+      state_ = State::kClosing;
+      co_return false;
+    case nodefl_wire_Envelope_hello_tag:
+      co_return Refuse(StatusCode::kFailedPrecondition, "second Hello", m.seq, "out_of_phase");
+    default:
+      co_return Refuse(StatusCode::kUnimplemented,
+                       std::string("unsupported message ") + wire::BodyName(m.which_body), m.seq,
+                       "unexpected_message_type");
+  }
+}
+
+asio::awaitable<bool> Connection::HandleHello() {
+  const nodefl_wire_Hello& hello = in_->body.hello;
+  if (hello.device_id != device_id_) {
+    ctx_.counters.refused.fetch_add(1, std::memory_order_relaxed);
+    co_return Refuse(StatusCode::kPermissionDenied,
+                     "Hello names device " + std::to_string(hello.device_id) + " but the certificate is device " +
+                         std::to_string(device_id_),
+                     in_->seq, "identity_mismatch");
+  }
+  AttachResult attached = ctx_.registry->Attach(
+      device_id_, std::span<const uint8_t>(hello.resume_token.bytes, hello.resume_token.size),
+      shared_from_this());
+  if (!attached.ok()) {
+    ctx_.counters.refused.fetch_add(1, std::memory_order_relaxed);
+    co_return Refuse(CodeForAttach(attached.status),
+                     std::string("registration refused: ") + std::string(AttachStatusName(attached.status)),
+                     in_->seq, "registration_refused");
+  }
+  attached_ = true;
+  generation_ = attached.generation;
+  const BeginSessionResult begun =
+      ctx_.relay->BeginSession(device_id_, attached, hello.last_delivered_relay_id, shared_from_this());
+  if (begun.status != BeginSessionStatus::kOk) {
+    co_return Refuse(begun.status == BeginSessionStatus::kBeyondDelivered ? StatusCode::kInvalidArgument
+                                                                          : StatusCode::kAborted,
+                     "relay session could not begin", in_->seq, "relay_session_refused");
+  }
+  nodefl_wire_Envelope& w = *out_;
+  wire::InitEnvelope(&w, nodefl_wire_Envelope_welcome_tag);
+  std::memcpy(w.body.welcome.resume_token.bytes, attached.token.data(), attached.token.size());
+  w.body.welcome.resume_token.size = static_cast<pb_size_t>(attached.token.size());
+  w.body.welcome.heartbeat_interval_ms = ctx_.config.heartbeat_interval_ms;
+  w.body.welcome.idle_timeout_ms = ctx_.config.idle_timeout_ms;
+  w.body.welcome.max_frame_bytes = ctx_.config.max_frame_bytes;
+  w.body.welcome.pending_messages = static_cast<uint32_t>(std::min<uint64_t>(begun.pending, UINT32_MAX));
+  w.body.welcome.resumed = attached.resumed;
+  if (!QueueControl(w)) co_return false;
+  state_ = State::kRunning;
+  SetDeadline(ctx_.config.idle_timeout_ms, "idle");
+  ctx_.counters.registered.fetch_add(1, std::memory_order_relaxed);
+  ctx_.log->Debug("registered", {{"conn", id_},
+                                 {"device", device_id_},
+                                 {"peer", remote_},
+                                 {"resumed", attached.resumed},
+                                 {"pending", begun.pending}});
+  asio::co_spawn(strand_, Writer(), asio::detached);
+  co_return true;
+}
+
+asio::awaitable<bool> Connection::HandleRelaySend() {
+  const nodefl_wire_RelaySend& send = in_->body.relay_send;
+  if (send.dst == device_id_) {
+    co_return Refuse(StatusCode::kInvalidArgument, "relay to itself", in_->seq, "relay_refused");
+  }
+  const auto give_up = Clock::now() + std::chrono::milliseconds(ctx_.config.relay_backpressure_wait_ms);
+  auto pause = std::chrono::milliseconds(1);
+  asio::steady_timer timer(strand_);
+  while (true) {
+    const SubmitResult r = ctx_.relay->Submit(device_id_, send.dst,
+                                              std::span<const uint8_t>(send.sealed.bytes, send.sealed.size),
+                                              in_->job_id, in_->round);
+    if (Accepted(r.result)) {
+      ctx_.counters.relay_sent.fetch_add(1, std::memory_order_relaxed);
+      ctx_.counters.relay_bytes.fetch_add(send.sealed.size, std::memory_order_relaxed);
+      co_return true;
+    }
+    if (r.result == RelayResult::kRefusedQueueFull && Clock::now() < give_up && state_ == State::kRunning) {
+      // Backpressure: stop reading from this sender until the receiver drains.
+      timer.expires_after(pause);
+      boost::system::error_code ec;
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      pause = std::min(pause * 2, std::chrono::milliseconds(50));
+      continue;
+    }
+    const bool client_error = r.result == RelayResult::kRefusedUnknownDestination ||
+                              r.result == RelayResult::kRefusedTooLarge;
+    co_return Refuse(client_error ? StatusCode::kInvalidArgument : StatusCode::kResourceExhausted,
+                     "relay to device " + std::to_string(send.dst) + " refused: " +
+                         std::string(RelayResultName(r.result)),
+                     in_->seq, "relay_refused");
+  }
+}
+
+bool Connection::HandleRelayAck() {
+  const AckResult r = ctx_.relay->Ack(device_id_, in_->body.relay_ack.relay_id);
+  if (r.status == AckStatus::kBeyondDelivered) {
+    return Refuse(StatusCode::kInvalidArgument, "ack beyond what was delivered", in_->seq, "bad_ack");
+  }
+  return true;
+}
+
+bool Connection::HandlePeerKeyRequest() {
+  const nodefl_wire_PeerKeyRequest& req = in_->body.peer_key_request;
+  const uint64_t job_id = in_->job_id;
+  const uint32_t round = in_->round;
+  // Copy the ids: out_ and in_ are reused while answering.
+  std::vector<uint32_t> ids(req.device_ids, req.device_ids + req.device_ids_count);
+  for (uint32_t id : ids) {
+    nodefl_wire_Envelope& e = *out_;
+    wire::InitEnvelope(&e, nodefl_wire_Envelope_peer_certificate_tag, 0, job_id, round);
+    e.body.peer_certificate.device_id = id;
+    const std::span<const uint8_t> der = ctx_.certificates->Find(id);
+    e.body.peer_certificate.found = !der.empty();
+    if (!der.empty() && !wire::SetBytes(&e.body.peer_certificate.certificate_der,
+                                        ConstByteSpan(der.data(), der.size()))
+                             .ok()) {
+      e.body.peer_certificate.found = false;
+    }
+    if (!QueueControl(e)) return false;
+  }
+  return true;
+}
+
+}  // namespace nodefl::server::net

@@ -1,0 +1,230 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/server/net/server.h"
+
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/entropy.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <thread>
+
+#include "nodefl/server/device_ids.h"
+#include "nodefl/server/net/connection.h"
+#include "nodefl/server/net/job_runner.h"
+#include "nodefl/server/net/peer_certificates.h"
+#include "nodefl/server/net/server_context.h"
+#include "nodefl/server/registry.h"
+#include "nodefl/server/relay.h"
+#include "nodefl/tls/config.h"
+#include "nodefl/tls/credentials.h"
+
+namespace nodefl::server::net {
+namespace {
+
+bool ReadFile(const std::string& path, std::vector<uint8_t>* out, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = path + ": cannot open";
+    return false;
+  }
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  out->push_back(0);  // PEM parsing wants the terminating NUL counted
+  return true;
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ServerConfig config;
+  Logger& log;
+  asio::io_context io;
+  // Accepting, signals and shutdown all run here, so the acceptor is never
+  // touched from two threads.
+  asio::strand<asio::io_context::executor_type> control = asio::make_strand(io);
+  tcp::acceptor acceptor{control};
+  asio::signal_set signals{io, SIGINT, SIGTERM};
+
+  mbedtls_entropy_context entropy;
+  mbedtls_ctr_drbg_context drbg;
+  tls::TlsCredentials credentials;
+  tls::TlsConfig tls_config;
+  PeerCertificateStore certificates;
+  std::unique_ptr<DeviceRegistry> registry;
+  std::unique_ptr<Relay> relay;
+  std::unique_ptr<JobRunner> jobs;
+  ServerContext context;
+  std::atomic<uint64_t> next_connection{1};
+  std::atomic<bool> stopping{false};
+  std::atomic<int> exit_status{0};
+
+  Impl(const ServerConfig& c, Logger& l) : config(c), log(l) {
+    mbedtls_entropy_init(&entropy);
+    mbedtls_ctr_drbg_init(&drbg);
+  }
+  ~Impl() {
+    mbedtls_ctr_drbg_free(&drbg);
+    mbedtls_entropy_free(&entropy);
+  }
+
+  asio::awaitable<void> Accept() {
+    while (!stopping.load()) {
+      boost::system::error_code ec;
+      tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) {
+        if (stopping.load() || ec == asio::error::operation_aborted) break;
+        log.Warn("accept_failed", {{"error", ec.message()}});
+        continue;
+      }
+      socket.set_option(tcp::no_delay(true), ec);
+      auto connection = std::make_shared<Connection>(context, std::move(socket), next_connection++);
+      connection->Start();
+    }
+  }
+
+  void PostStop(const char* why) {
+    asio::post(control, [this, why] { BeginStop(why); });
+  }
+
+  void BeginStop(const char* why) {
+    if (stopping.exchange(true)) return;
+    log.Info("shutdown", {{"reason", why}, {"online", registry->Stats().online_devices}});
+    boost::system::error_code ec;
+    acceptor.close(ec);
+    signals.cancel(ec);
+    if (jobs) jobs->Stop();
+    registry->RequestCloseAll(CloseReason::kServerShutdown);
+    // Give connections a moment to write their Goodbye, then end the loop
+    // even if a peer does not cooperate.
+    auto grace = std::make_shared<asio::steady_timer>(io, std::chrono::seconds(2));
+    grace->async_wait([this, grace](const boost::system::error_code&) { io.stop(); });
+  }
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::~Server() = default;
+
+std::unique_ptr<Server> Server::Create(const ServerConfig& config, Logger& log, std::string* error) {
+  auto impl = std::make_unique<Impl>(config, log);
+  Impl& s = *impl;
+
+  static constexpr char kPersonalization[] = "nodefl-server tls";
+  if (mbedtls_ctr_drbg_seed(&s.drbg, mbedtls_entropy_func, &s.entropy,
+                            reinterpret_cast<const unsigned char*>(kPersonalization),
+                            sizeof(kPersonalization) - 1) != 0) {
+    *error = "cannot seed the random generator";
+    return nullptr;
+  }
+  std::vector<uint8_t> ca, cert, key;
+  if (!ReadFile(config.tls_ca_cert, &ca, error) || !ReadFile(config.tls_server_cert, &cert, error) ||
+      !ReadFile(config.tls_server_key, &key, error)) {
+    return nullptr;
+  }
+  if (Status st = s.credentials.LoadCaChain(ConstByteSpan(ca)); !st.ok()) {
+    *error = config.tls_ca_cert + ": not a usable CA certificate (" + st.str() + ")";
+    return nullptr;
+  }
+  if (Status st = s.credentials.LoadOwnIdentity(ConstByteSpan(cert), ConstByteSpan(key)); !st.ok()) {
+    *error = config.tls_server_cert + " / " + config.tls_server_key + ": not a usable P-256 identity (" +
+             st.str() + ")";
+    return nullptr;
+  }
+  if (Status st = s.tls_config.Init(tls::TlsRole::kServer, s.credentials, &mbedtls_ctr_drbg_random, &s.drbg);
+      !st.ok()) {
+    *error = std::string("TLS configuration failed: ") + st.str();
+    return nullptr;
+  }
+  if (!s.certificates.Load(config.credentials_dir, error)) return nullptr;
+
+  RegistryOptions registry_options;
+  registry_options.max_online = config.max_devices;
+  s.registry = DeviceRegistry::Create(s.certificates.Ids(), registry_options, error);
+  if (!s.registry) return nullptr;
+  s.relay = std::make_unique<Relay>(*s.registry, RelayLimitsFromConfig(config));
+
+  s.context.config = config;
+  s.context.log = &log;
+  s.context.tls = &s.tls_config;
+  s.context.registry = s.registry.get();
+  s.context.relay = s.relay.get();
+  s.context.certificates = &s.certificates;
+
+  if (config.job != "none") {
+    Impl* raw = &s;
+    s.jobs = std::make_unique<JobRunner>(s.io, s.context, s.certificates.Ids(), [raw](bool verified) {
+      if (!verified) raw->exit_status = 1;
+    }, [raw] { raw->PostStop("exit_after_jobs reached"); });
+    s.context.jobs = s.jobs.get();
+  }
+
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(config.listen_address, ec);
+  if (ec) {
+    *error = "listen_address '" + config.listen_address + "': " + ec.message();
+    return nullptr;
+  }
+  const tcp::endpoint endpoint(address, config.listen_port);
+  s.acceptor.open(endpoint.protocol(), ec);
+  if (!ec) s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(endpoint, ec);
+  if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    *error = "cannot listen on " + config.listen_address + ":" + std::to_string(config.listen_port) + ": " +
+             ec.message();
+    return nullptr;
+  }
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+uint16_t Server::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+void Server::Stop() {
+  impl_->PostStop("stop requested");
+}
+
+int Server::Run() {
+  Impl& s = *impl_;
+  s.log.Info("listening", {{"address", s.config.listen_address},
+                           {"port", port()},
+                           {"devices_with_credentials", s.certificates.size()},
+                           {"threads", s.config.threads},
+                           {"job", s.config.job}});
+  s.signals.async_wait([&s](const boost::system::error_code& ec, int signal) {
+    if (!ec) s.PostStop(signal == SIGINT ? "SIGINT" : "SIGTERM");
+  });
+  asio::co_spawn(s.control, s.Accept(), asio::detached);
+  if (s.jobs) s.jobs->Start();
+
+  std::vector<std::thread> threads;
+  const unsigned extra = s.config.threads > 1 ? s.config.threads - 1 : 0;
+  for (unsigned i = 0; i < extra; ++i) threads.emplace_back([&s] { s.io.run(); });
+  s.io.run();
+  for (auto& t : threads) t.join();
+
+  const RegistryStats rs = s.registry->Stats();
+  const RelayStats relay = s.relay->Stats();
+  const ServerCounters& c = s.context.counters;
+  s.log.Info("stopped", {{"accepted", c.accepted.load()},
+                         {"handshakes_ok", c.handshakes_ok.load()},
+                         {"handshakes_failed", c.handshakes_failed.load()},
+                         {"registered", c.registered.load()},
+                         {"refused", c.refused.load()},
+                         {"protocol_errors", c.protocol_errors.load()},
+                         {"timeouts", c.timeouts.load()},
+                         {"relay_sent", c.relay_sent.load()},
+                         {"relay_delivered", c.relay_delivered.load()},
+                         {"relay_acked", relay.acked},
+                         {"resumes", rs.resumes}});
+  return s.exit_status.load();
+}
+
+}  // namespace nodefl::server::net

@@ -1,0 +1,344 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// DeviceSession against a scripted server: the test encodes the server's
+// envelopes with the real wire codec and reads back what the device wrote.
+#include "nodefl/device/device_session.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "heap_counter.h"
+#include "nodefl/wire/envelope_codec.h"
+#include "nodefl/wire/frame.h"
+
+namespace nodefl::device {
+namespace {
+
+constexpr size_t kMaxFrame = wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes;
+
+// Records what the session hands it; sends one RelaySend per JobStart.
+class RecordingRole final : public Role {
+ public:
+  // Capacity reserved up front so that recording never allocates inside a
+  // NODEFL_EXPECT_NO_HEAP block (the session is what is being measured).
+  RecordingRole() {
+    seen.reserve(64);
+    relay_ids.reserve(64);
+  }
+  nodefl_wire_JobKind kind() const override { return nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO; }
+  Status OnMessage(const nodefl_wire_Envelope& m, DeviceSession& session) override {
+    seen.push_back(m.which_body);
+    if (m.which_body == nodefl_wire_Envelope_relay_deliver_tag) relay_ids.push_back(m.body.relay_deliver.relay_id);
+    if (m.which_body == nodefl_wire_Envelope_job_start_tag) {
+      nodefl_wire_Envelope& out = session.NewMessage(nodefl_wire_Envelope_relay_send_tag, m.job_id, m.round);
+      out.body.relay_send.dst = 5;
+      out.body.relay_send.sealed.size = 3;
+      return session.Send(out);
+    }
+    return Status::Ok();
+  }
+  Status OnPoll(uint64_t, DeviceSession&) override {
+    ++polls;
+    return Status::Ok();
+  }
+  std::vector<pb_size_t> seen;
+  std::vector<uint64_t> relay_ids;
+  int polls = 0;
+};
+
+// The server side of the conversation.
+class ScriptedServer {
+ public:
+  std::vector<uint8_t> Frame(nodefl_wire_Envelope env) {
+    env.version = wire::kProtocolVersion;
+    if (env.seq == 0) env.seq = next_seq_++;
+    std::vector<uint8_t> out(kMaxFrame);
+    Result<size_t> n = wire::EncodeFrame(env, out);
+    EXPECT_TRUE(n.ok());
+    out.resize(n.ok() ? *n : 0);
+    return out;
+  }
+  std::vector<uint8_t> Welcome(bool resumed = false, uint32_t heartbeat_ms = 1000, uint32_t idle_ms = 5000) {
+    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
+    e.which_body = nodefl_wire_Envelope_welcome_tag;
+    e.body.welcome.resume_token.size = 32;
+    std::memset(e.body.welcome.resume_token.bytes, 0xAB, 32);
+    e.body.welcome.heartbeat_interval_ms = heartbeat_ms;
+    e.body.welcome.idle_timeout_ms = idle_ms;
+    e.body.welcome.resumed = resumed;
+    return Frame(e);
+  }
+  std::vector<uint8_t> JobStart(uint64_t job, uint32_t kind = nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO) {
+    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
+    e.which_body = nodefl_wire_Envelope_job_start_tag;
+    e.job_id = job;
+    e.round = 1;
+    std::memcpy(&e.body.job_start.kind, &kind, sizeof(kind));
+    return Frame(e);
+  }
+  std::vector<uint8_t> Deliver(uint64_t job, uint64_t relay_id) {
+    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
+    e.which_body = nodefl_wire_Envelope_relay_deliver_tag;
+    e.job_id = job;
+    e.body.relay_deliver.src = 3;
+    e.body.relay_deliver.relay_id = relay_id;
+    e.body.relay_deliver.sealed.size = 4;
+    return Frame(e);
+  }
+  void Restart() { next_seq_ = 1; }
+
+  // Decodes every frame the device wrote.
+  static std::vector<nodefl_wire_Envelope> Read(DeviceSession& s) {
+    std::vector<nodefl_wire_Envelope> out;
+    ConstByteSpan bytes = s.PendingOutput();
+    size_t pos = 0;
+    while (pos + 4 <= bytes.size()) {
+      const size_t len = (size_t{bytes[pos]} << 24) | (size_t{bytes[pos + 1]} << 16) |
+                         (size_t{bytes[pos + 2]} << 8) | bytes[pos + 3];
+      nodefl_wire_Envelope e;
+      EXPECT_TRUE(wire::DecodeEnvelope(bytes.subspan(pos + 4, len), &e).ok());
+      out.push_back(e);
+      pos += 4 + len;
+    }
+    EXPECT_EQ(pos, bytes.size());
+    s.ConsumeOutput(bytes.size());
+    return out;
+  }
+
+ private:
+  uint64_t next_seq_ = 1;
+};
+
+struct Fixture {
+  explicit Fixture(size_t output_frames = 4, uint32_t ack_every = 2)
+      : frame(kMaxFrame), output(output_frames * kMaxFrame),
+        session(Options(ack_every), SessionBuffers{Span<uint8_t>(frame), Span<uint8_t>(output)}) {
+    EXPECT_TRUE(session.AddRole(role).ok());
+  }
+  static SessionOptions Options(uint32_t ack_every) {
+    SessionOptions o;
+    o.device_id = 42;
+    o.ack_every = ack_every;
+    o.welcome_timeout_us = 1'000'000;
+    return o;
+  }
+  Status Feed(const std::vector<uint8_t>& bytes, uint64_t now = 0) {
+    size_t consumed = 0;
+    const Status s = session.OnReceived(bytes, now, &consumed);
+    if (s.ok()) {
+      EXPECT_EQ(consumed, bytes.size());
+    }
+    return s;
+  }
+  void Register() {
+    ASSERT_TRUE(session.Start(0).ok());
+    ScriptedServer::Read(session);
+    ASSERT_TRUE(Feed(server.Welcome()).ok());
+    ASSERT_EQ(session.state(), SessionState::kReady);
+  }
+  std::vector<uint8_t> frame, output;
+  RecordingRole role;
+  DeviceSession session;
+  ScriptedServer server;
+};
+
+TEST(DeviceSessionTest, HelloThenWelcomeRegisters) {
+  Fixture f;
+  ASSERT_TRUE(f.session.Start(0).ok());
+  auto sent = ScriptedServer::Read(f.session);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].which_body, nodefl_wire_Envelope_hello_tag);
+  EXPECT_EQ(sent[0].body.hello.device_id, 42u);
+  EXPECT_EQ(sent[0].body.hello.resume_token.size, 0u);
+  EXPECT_EQ(sent[0].seq, 1u);
+  EXPECT_EQ(f.session.state(), SessionState::kAwaitingWelcome);
+  ASSERT_TRUE(f.Feed(f.server.Welcome()).ok());
+  EXPECT_EQ(f.session.state(), SessionState::kReady);
+}
+
+TEST(DeviceSessionTest, JobMessagesReachTheRoleAndItsReplyIsSent) {
+  Fixture f;
+  f.Register();
+  ASSERT_TRUE(f.Feed(f.server.JobStart(9)).ok());
+  ASSERT_EQ(f.role.seen.size(), 1u);
+  auto sent = ScriptedServer::Read(f.session);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].which_body, nodefl_wire_Envelope_relay_send_tag);
+  EXPECT_EQ(sent[0].job_id, 9u);
+  EXPECT_EQ(sent[0].seq, 2u);  // after the Hello
+}
+
+TEST(DeviceSessionTest, RelayDeliveriesAreAckedAndDuplicatesSkippedAfterResume) {
+  Fixture f(/*output_frames=*/4, /*ack_every=*/2);
+  f.Register();
+  ASSERT_TRUE(f.Feed(f.server.JobStart(9)).ok());
+  ScriptedServer::Read(f.session);
+  ASSERT_TRUE(f.Feed(f.server.Deliver(9, 1)).ok());
+  EXPECT_TRUE(ScriptedServer::Read(f.session).empty());  // ack_every = 2
+  ASSERT_TRUE(f.Feed(f.server.Deliver(9, 2)).ok());
+  auto acks = ScriptedServer::Read(f.session);
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].body.relay_ack.relay_id, 2u);
+  ASSERT_TRUE(f.Feed(f.server.Deliver(9, 3)).ok());
+  ASSERT_TRUE(f.session.Poll(10).ok());  // Poll flushes the pending ack
+  acks = ScriptedServer::Read(f.session);
+  ASSERT_FALSE(acks.empty());
+  EXPECT_EQ(acks[0].body.relay_ack.relay_id, 3u);
+
+  // The transport breaks; the device resumes with its token and the server
+  // re-delivers 3 (ack lost in flight) and then 4.
+  ASSERT_TRUE(f.session.Reconnect(20).ok());
+  auto hello = ScriptedServer::Read(f.session);
+  ASSERT_EQ(hello.size(), 1u);
+  EXPECT_EQ(hello[0].seq, 1u);
+  EXPECT_EQ(hello[0].body.hello.resume_token.size, 32u);
+  EXPECT_EQ(hello[0].body.hello.last_delivered_relay_id, 3u);
+  f.server.Restart();
+  ASSERT_TRUE(f.Feed(f.server.Welcome(/*resumed=*/true)).ok());
+  ASSERT_TRUE(f.Feed(f.server.Deliver(9, 3)).ok());
+  ASSERT_TRUE(f.Feed(f.server.Deliver(9, 4)).ok());
+  EXPECT_EQ(f.role.relay_ids, (std::vector<uint64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(f.session.counters().relay_duplicates, 1u);
+}
+
+TEST(DeviceSessionTest, FreshServerSessionResetsRelayNumbering) {
+  Fixture f;
+  f.Register();
+  ASSERT_TRUE(f.Feed(f.server.JobStart(9)).ok());
+  ASSERT_TRUE(f.Feed(f.server.Deliver(9, 1)).ok());
+  ASSERT_TRUE(f.session.Reconnect(5).ok());
+  ScriptedServer::Read(f.session);
+  f.server.Restart();
+  ASSERT_TRUE(f.Feed(f.server.Welcome(/*resumed=*/false)).ok());
+  ASSERT_TRUE(f.Feed(f.server.Deliver(9, 1)).ok());  // numbering restarted: not a duplicate
+  EXPECT_EQ(f.role.relay_ids, (std::vector<uint64_t>{1, 1}));
+}
+
+TEST(DeviceSessionTest, ProtocolViolationsCloseWithAReason) {
+  {
+    Fixture f;
+    ASSERT_TRUE(f.session.Start(0).ok());
+    EXPECT_EQ(f.Feed(f.server.JobStart(1)), Status::FailedPrecondition());  // before Welcome
+    EXPECT_EQ(f.session.state(), SessionState::kClosed);
+  }
+  {
+    Fixture f;
+    f.Register();
+    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
+    e.which_body = nodefl_wire_Envelope_heartbeat_tag;
+    e.seq = 7;  // expected 2
+    EXPECT_EQ(f.Feed(f.server.Frame(e)), Status::DataLoss());
+    EXPECT_STRNE(f.session.last_error(), "");
+  }
+  {
+    Fixture f;
+    f.Register();
+    EXPECT_EQ(f.Feed(f.server.JobStart(1, /*kind=*/77)), Status::Unimplemented());
+  }
+  {
+    Fixture f;
+    f.Register();
+    EXPECT_EQ(f.Feed(f.server.Deliver(99, 0)), Status::DataLoss());  // relay id 0
+  }
+  {
+    Fixture f;
+    f.Register();
+    const std::vector<uint8_t> garbage = {0, 0, 0, 3, 0xFF, 0xFF, 0xFF};
+    EXPECT_FALSE(f.Feed(garbage).ok());
+    EXPECT_EQ(f.session.state(), SessionState::kClosed);
+  }
+  {
+    Fixture f;
+    f.Register();
+    const std::vector<uint8_t> oversize = {0, 1, 0, 0};  // 65536-byte frame announced
+    EXPECT_EQ(f.Feed(oversize), Status::ResourceExhausted());
+  }
+}
+
+TEST(DeviceSessionTest, ServerErrorIsReportedWithItsCode) {
+  Fixture f;
+  f.Register();
+  nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
+  wire::InitError(&e, StatusCode::kPermissionDenied, "device id does not match certificate", 0, 0);
+  EXPECT_EQ(f.Feed(f.server.Frame(e)), Status::PermissionDenied());
+  EXPECT_STREQ(f.session.last_error(), "device id does not match certificate");
+}
+
+TEST(DeviceSessionTest, HeartbeatsAndTimeouts) {
+  Fixture f;
+  ASSERT_TRUE(f.session.Start(0).ok());
+  EXPECT_TRUE(f.session.Poll(999'999).ok());
+  EXPECT_EQ(f.session.Poll(1'000'001), Status::DeadlineExceeded());  // no Welcome
+
+  Fixture g;
+  g.Register();  // heartbeat 1 s, idle 5 s
+  ScriptedServer::Read(g.session);
+  ASSERT_TRUE(g.session.Poll(500'000).ok());
+  EXPECT_TRUE(ScriptedServer::Read(g.session).empty());
+  ASSERT_TRUE(g.session.Poll(1'000'000).ok());
+  auto beats = ScriptedServer::Read(g.session);
+  ASSERT_EQ(beats.size(), 1u);
+  EXPECT_EQ(beats[0].which_body, nodefl_wire_Envelope_heartbeat_tag);
+  EXPECT_GT(g.role.polls, 0);
+  EXPECT_EQ(g.session.Poll(5'000'001), Status::DeadlineExceeded());  // server silent
+}
+
+TEST(DeviceSessionTest, StopsReadingWhenOutputIsFull) {
+  Fixture f(/*output_frames=*/2, /*ack_every=*/1000);
+  f.Register();
+  // Fill the output until there is no room for another maximum frame.
+  int filler = 0;
+  while (f.session.CanSend()) {
+    nodefl_wire_Envelope& m = f.session.NewMessage(nodefl_wire_Envelope_heartbeat_tag);
+    ASSERT_TRUE(f.session.Send(m).ok());
+    ++filler;
+  }
+  ASSERT_GT(filler, 0);
+  // Each JobStart makes the role send a frame, so none may be handled now.
+  std::vector<uint8_t> both = f.server.JobStart(1);
+  const std::vector<uint8_t> second = f.server.JobStart(2);
+  both.insert(both.end(), second.begin(), second.end());
+  size_t consumed = 0;
+  ASSERT_TRUE(f.session.OnReceived(both, 0, &consumed).ok());
+  EXPECT_TRUE(f.role.seen.empty());
+  EXPECT_LT(consumed, both.size());
+  // Once the app has written the output out, the rest goes through.
+  EXPECT_EQ(ScriptedServer::Read(f.session).size(), static_cast<size_t>(filler));
+  size_t rest = 0;
+  ASSERT_TRUE(f.session.OnReceived(Span<const uint8_t>(both).subspan(consumed), 0, &rest).ok());
+  EXPECT_EQ(consumed + rest, both.size());
+  EXPECT_EQ(f.role.seen.size(), 2u);
+  EXPECT_EQ(ScriptedServer::Read(f.session).size(), 2u);
+}
+
+TEST(DeviceSessionTest, CloseSendsGoodbyeAndClosesAfterFlush) {
+  Fixture f;
+  f.Register();
+  ASSERT_TRUE(f.session.Close("app shutting down").ok());
+  auto bye = ScriptedServer::Read(f.session);
+  ASSERT_EQ(bye.size(), 1u);
+  EXPECT_EQ(bye[0].which_body, nodefl_wire_Envelope_goodbye_tag);
+  EXPECT_EQ(f.session.state(), SessionState::kClosed);
+}
+
+TEST(DeviceSessionTest, SessionNeverAllocates) {
+  Fixture f(4, 1);
+  const auto welcome = f.server.Welcome();
+  const auto job = f.server.JobStart(4);
+  const auto deliver = f.server.Deliver(4, 1);
+  NODEFL_EXPECT_NO_HEAP({
+    f.session.Start(0).IgnoreError();
+    f.session.ConsumeOutput(f.session.PendingOutput().size());
+    size_t consumed = 0;
+    f.session.OnReceived(welcome, 0, &consumed).IgnoreError();
+    f.session.OnReceived(job, 0, &consumed).IgnoreError();
+    f.session.OnReceived(deliver, 0, &consumed).IgnoreError();
+    f.session.Poll(2'000'000).IgnoreError();
+  });
+  EXPECT_EQ(f.role.relay_ids.size(), 1u);
+}
+
+}  // namespace
+}  // namespace nodefl::device

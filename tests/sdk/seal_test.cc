@@ -1,0 +1,374 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// End-to-end sealing between devices: certificate checks, pair keys,
+// seal/open and replay protection.
+#include "nodefl/seal/seal.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "nodefl/random/drbg.h"
+#include "nodefl/seal/job_keys.h"
+#include "nodefl/seal/pair_keys.h"
+#include "nodefl/seal/peer_certificate.h"
+#include "nodefl/seal/replay_window.h"
+#include "nodefl/tls/credentials.h"
+#include "nodefl/tls/rng.h"
+#include "test_pki.h"
+
+namespace nodefl::seal {
+namespace {
+
+using testing::TestIdentity;
+using testing::TestPki;
+
+// A device as the seal module sees it: its credentials and a DRBG.
+struct Device {
+  Device(TestPki& pki, uint32_t device_id) : id(device_id), identity(pki.Device(device_id)) {
+    EXPECT_TRUE(pki.Load(identity, &credentials).ok());
+    EXPECT_TRUE(drbg.SeedDeterministic(device_id).ok());
+  }
+
+  // Verifies `peer`'s certificate and derives the pair keys with it.
+  PairKeys KeysWith(const Device& peer) {
+    PeerPublicKey key;
+    EXPECT_TRUE(VerifyPeerCertificate(credentials, peer.identity.certificate_der, peer.id, &key).ok());
+    PairKeys keys;
+    EXPECT_TRUE(DerivePairKeys(credentials, key, id, peer.id, &tls::DrbgRandom, &drbg, &keys).ok());
+    return keys;
+  }
+
+  uint32_t id;
+  TestIdentity identity;
+  tls::TlsCredentials credentials;
+  Drbg drbg;
+};
+
+std::vector<uint8_t> Text(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
+
+class SealTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    pki_ = new TestPki(5);
+    a_ = new Device(*pki_, 7);
+    b_ = new Device(*pki_, 8);
+    c_ = new Device(*pki_, 9);
+    ab_ = new PairKeys(a_->KeysWith(*b_));
+    ba_ = new PairKeys(b_->KeysWith(*a_));
+  }
+  static void TearDownTestSuite() {
+    delete ba_;
+    delete ab_;
+    delete c_;
+    delete b_;
+    delete a_;
+    delete pki_;
+  }
+
+  // Seals `plaintext` from 7 to 8 in job 5 with `counter`.
+  static std::vector<uint8_t> SealAtoB(const std::vector<uint8_t>& plaintext, uint64_t counter,
+                                       uint64_t job_id = 5) {
+    std::vector<uint8_t> sealed(plaintext.size() + kSealOverheadBytes);
+    const Result<size_t> n = Seal(*ab_, SealHeader{7, 8, job_id, counter}, plaintext, sealed);
+    EXPECT_TRUE(n.ok());
+    EXPECT_EQ(n.value_or(0), sealed.size());
+    return sealed;
+  }
+
+  static TestPki* pki_;
+  static Device* a_;
+  static Device* b_;
+  static Device* c_;
+  static PairKeys* ab_;  // derived by 7
+  static PairKeys* ba_;  // derived by 8
+};
+
+TestPki* SealTest::pki_ = nullptr;
+Device* SealTest::a_ = nullptr;
+Device* SealTest::b_ = nullptr;
+Device* SealTest::c_ = nullptr;
+PairKeys* SealTest::ab_ = nullptr;
+PairKeys* SealTest::ba_ = nullptr;
+
+TEST_F(SealTest, BothSidesDeriveTheSameDirectionKeys) {
+  ASSERT_TRUE(ab_->valid && ba_->valid);
+  EXPECT_EQ(ab_->low_id, 7u);
+  EXPECT_EQ(ab_->high_id, 8u);
+  EXPECT_EQ(ba_->low_id, 7u);
+  EXPECT_EQ(ba_->high_id, 8u);
+  EXPECT_EQ(0, std::memcmp(ab_->low_to_high, ba_->low_to_high, kSealKeyBytes));
+  EXPECT_EQ(0, std::memcmp(ab_->high_to_low, ba_->high_to_low, kSealKeyBytes));
+  EXPECT_NE(0, std::memcmp(ab_->low_to_high, ab_->high_to_low, kSealKeyBytes));
+  // Another pair gets other keys.
+  const PairKeys ac = a_->KeysWith(*c_);
+  EXPECT_NE(0, std::memcmp(ab_->low_to_high, ac.low_to_high, kSealKeyBytes));
+}
+
+TEST_F(SealTest, RoundTripsBothWays) {
+  const std::vector<uint8_t> message = Text("walk step 3: visit node 8");
+  const std::vector<uint8_t> sealed = SealAtoB(message, 1);
+  ASSERT_EQ(sealed.size(), message.size() + 24);
+  // The counter travels in clear at the front.
+  EXPECT_EQ(sealed[7], 1);
+  EXPECT_EQ(0, std::memcmp(sealed.data(), "\0\0\0\0\0\0\0", 7));
+  EXPECT_EQ(std::string(sealed.begin() + 8, sealed.end() - 16).find("walk"), std::string::npos);
+
+  std::vector<uint8_t> opened(message.size());
+  uint64_t counter = 0;
+  const Result<size_t> n = Open(*ba_, 7, 8, 5, sealed, opened, &counter);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, message.size());
+  EXPECT_EQ(opened, message);
+  EXPECT_EQ(counter, 1u);
+
+  // And back, under the other direction key.
+  const std::vector<uint8_t> reply = Text("ack");
+  std::vector<uint8_t> sealed_reply(reply.size() + kSealOverheadBytes);
+  ASSERT_TRUE(Seal(*ba_, SealHeader{8, 7, 5, 1}, reply, sealed_reply).ok());
+  std::vector<uint8_t> opened_reply(reply.size());
+  ASSERT_TRUE(Open(*ab_, 8, 7, 5, sealed_reply, opened_reply, &counter).ok());
+  EXPECT_EQ(opened_reply, reply);
+  // Same counter, other direction: different ciphertext (different key).
+  const std::vector<uint8_t> same_counter = SealAtoB(reply, 1);
+  EXPECT_NE(same_counter, sealed_reply);
+}
+
+TEST_F(SealTest, EmptyAndMaximalPlaintexts) {
+  const std::vector<uint8_t> empty;
+  const std::vector<uint8_t> sealed = SealAtoB(empty, 2);
+  EXPECT_EQ(sealed.size(), kSealOverheadBytes);
+  uint8_t none[1];
+  uint64_t counter = 0;
+  EXPECT_EQ(Open(*ba_, 7, 8, 5, sealed, ByteSpan(none, 0), &counter).value(), 0u);
+
+  static_assert(kMaxSealPlaintextBytes == 4096 - 24, "matches the wire bound");
+  const std::vector<uint8_t> largest(kMaxSealPlaintextBytes, 0xAB);
+  const std::vector<uint8_t> big_sealed = SealAtoB(largest, 3);
+  EXPECT_EQ(big_sealed.size(), kMaxSealedBytes);
+  std::vector<uint8_t> opened(largest.size());
+  EXPECT_TRUE(Open(*ba_, 7, 8, 5, big_sealed, opened, &counter).ok());
+  EXPECT_EQ(opened, largest);
+
+  std::vector<uint8_t> too_large(kMaxSealPlaintextBytes + 1);
+  std::vector<uint8_t> out(too_large.size() + kSealOverheadBytes);
+  EXPECT_EQ(Seal(*ab_, SealHeader{7, 8, 5, 4}, too_large, out).status(), Status::OutOfRange());
+}
+
+TEST_F(SealTest, EverySingleBitFlipIsRejected) {
+  const std::vector<uint8_t> message = Text("degree bin 4");
+  const std::vector<uint8_t> sealed = SealAtoB(message, 9);
+  std::vector<uint8_t> opened(message.size());
+  uint64_t counter = 0;
+  for (size_t bit = 0; bit < sealed.size() * 8; ++bit) {
+    std::vector<uint8_t> tampered = sealed;
+    tampered[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+    std::fill(opened.begin(), opened.end(), 0x55);
+    EXPECT_EQ(Open(*ba_, 7, 8, 5, tampered, opened, &counter).status(), Status::Unauthenticated())
+        << "bit " << bit;
+    // Nothing of the forgery is released.
+    EXPECT_EQ(opened, std::vector<uint8_t>(message.size(), 0)) << "bit " << bit;
+  }
+  // Truncations and extensions too.
+  for (size_t length = 0; length < sealed.size(); ++length) {
+    EXPECT_EQ(Open(*ba_, 7, 8, 5, ConstByteSpan(sealed.data(), length), opened, &counter).status(),
+              Status::Unauthenticated());
+  }
+  std::vector<uint8_t> longer = sealed;
+  longer.push_back(0);
+  std::vector<uint8_t> roomy(longer.size());
+  EXPECT_EQ(Open(*ba_, 7, 8, 5, longer, roomy, &counter).status(), Status::Unauthenticated());
+}
+
+TEST_F(SealTest, WrongSenderReceiverOrJobIsRejected) {
+  const std::vector<uint8_t> message = Text("embedding row");
+  const std::vector<uint8_t> sealed = SealAtoB(message, 11);
+  std::vector<uint8_t> opened(message.size());
+  uint64_t counter = 0;
+  // Replayed into another job.
+  EXPECT_EQ(Open(*ba_, 7, 8, 6, sealed, opened, &counter).status(), Status::Unauthenticated());
+  // Reflected back to its sender as if 8 had sent it.
+  EXPECT_EQ(Open(*ab_, 8, 7, 5, sealed, opened, &counter).status(), Status::Unauthenticated());
+  // Claimed to come from 9: 8 opens with its keys for 9, which do not fit.
+  const PairKeys cb = b_->KeysWith(*c_);
+  EXPECT_EQ(Open(cb, 9, 8, 5, sealed, opened, &counter).status(), Status::Unauthenticated());
+  // Keys of another pair for this (src, dst) are a caller error.
+  EXPECT_EQ(Open(cb, 7, 8, 5, sealed, opened, &counter).status(), Status::InvalidArgument());
+  std::vector<uint8_t> out(message.size() + kSealOverheadBytes);
+  EXPECT_EQ(Seal(cb, SealHeader{7, 8, 5, 12}, message, out).status(), Status::InvalidArgument());
+  // The genuine one still opens.
+  EXPECT_TRUE(Open(*ba_, 7, 8, 5, sealed, opened, &counter).ok());
+}
+
+TEST_F(SealTest, BadArgumentsAreStatuses) {
+  const std::vector<uint8_t> message = Text("x");
+  std::vector<uint8_t> out(message.size() + kSealOverheadBytes);
+  EXPECT_EQ(Seal(*ab_, SealHeader{7, 8, 5, 0}, message, out).status(), Status::InvalidArgument());
+  std::vector<uint8_t> small(message.size() + kSealOverheadBytes - 1);
+  EXPECT_EQ(Seal(*ab_, SealHeader{7, 8, 5, 1}, message, small).status(), Status::ResourceExhausted());
+  EXPECT_EQ(Seal(PairKeys(), SealHeader{7, 8, 5, 1}, message, out).status(), Status::InvalidArgument());
+  // Sealing in place is refused rather than corrupting.
+  EXPECT_EQ(Seal(*ab_, SealHeader{7, 8, 5, 1}, ConstByteSpan(out.data(), 1), out).status(),
+            Status::InvalidArgument());
+
+  const std::vector<uint8_t> sealed = SealAtoB(message, 1);
+  uint64_t counter = 0;
+  uint8_t none[1];
+  EXPECT_EQ(Open(*ba_, 7, 8, 5, sealed, ByteSpan(none, 0), &counter).status(),
+            Status::ResourceExhausted());
+  std::vector<uint8_t> opened(1);
+  EXPECT_EQ(Open(*ba_, 7, 8, 5, sealed, opened, nullptr).status(), Status::InvalidArgument());
+  // A counter of 0 was never sealed, even with a valid-looking tag.
+  std::vector<uint8_t> zero_counter = sealed;
+  std::memset(zero_counter.data(), 0, 8);
+  EXPECT_EQ(Open(*ba_, 7, 8, 5, zero_counter, opened, &counter).status(), Status::Unauthenticated());
+}
+
+TEST_F(SealTest, ReplayWindowRejectsDuplicatesAndOldCounters) {
+  ReplayWindow window;
+  EXPECT_EQ(window.Accept(0), Status::InvalidArgument());
+  EXPECT_TRUE(window.Accept(1).ok());
+  EXPECT_EQ(window.Accept(1), Status::AlreadyExists());
+  EXPECT_TRUE(window.Accept(5).ok());
+  EXPECT_EQ(window.Accept(3), Status::AlreadyExists());
+  EXPECT_EQ(window.highest(), 5u);
+  ReplayWindow resumed(window.highest());
+  EXPECT_EQ(resumed.Accept(5), Status::AlreadyExists());
+  EXPECT_TRUE(resumed.Accept(6).ok());
+
+  // The full receive path: open, then accept; a replayed payload opens
+  // (it is genuine) but the window refuses it.
+  const std::vector<uint8_t> message = Text("once");
+  const std::vector<uint8_t> sealed = SealAtoB(message, 21);
+  ReplayWindow from_7;
+  std::vector<uint8_t> opened(message.size());
+  for (int delivery = 0; delivery < 2; ++delivery) {
+    uint64_t counter = 0;
+    ASSERT_TRUE(Open(*ba_, 7, 8, 5, sealed, opened, &counter).ok());
+    EXPECT_EQ(from_7.Accept(counter), delivery == 0 ? Status::Ok() : Status::AlreadyExists());
+  }
+}
+
+TEST_F(SealTest, PeerCertificateMustNameTheExpectedDevice) {
+  PeerPublicKey key;
+  ASSERT_TRUE(VerifyPeerCertificate(a_->credentials, b_->identity.certificate_der, 8, &key).ok());
+  EXPECT_TRUE(key.valid);
+  EXPECT_EQ(key.device_id, 8u);
+  EXPECT_EQ(key.point[0], 0x04);  // uncompressed point
+
+  // Device 7's certificate presented as device 8's.
+  PeerPublicKey untouched;
+  EXPECT_EQ(VerifyPeerCertificate(b_->credentials, a_->identity.certificate_der, 8, &untouched),
+            Status::Unauthenticated());
+  EXPECT_FALSE(untouched.valid);
+}
+
+TEST_F(SealTest, PeerCertificateMustComeFromTheDeploymentCa) {
+  TestPki rogue(77, "rogue CA");
+  const TestIdentity forged = rogue.Device(8);
+  PeerPublicKey key;
+  EXPECT_EQ(VerifyPeerCertificate(a_->credentials, forged.certificate_der, 8, &key),
+            Status::Unauthenticated());
+  EXPECT_FALSE(key.valid);
+  // Neither the CA itself nor the server certificate is a peer device.
+  EXPECT_EQ(VerifyPeerCertificate(a_->credentials, pki_->ca_der(), 8, &key),
+            Status::Unauthenticated());
+  const TestIdentity server = pki_->Server("device-8");
+  EXPECT_EQ(VerifyPeerCertificate(a_->credentials, server.certificate_der, 8, &key),
+            Status::Unauthenticated());
+  // Expired.
+  pki::Validity expired;
+  expired.not_after = pki::UnixNow() - 3600;
+  expired.not_before = expired.not_after - 86400;
+  const TestIdentity old = pki_->Leaf(pki::LeafKind::kDevice, "device-8", "", expired);
+  EXPECT_EQ(VerifyPeerCertificate(a_->credentials, old.certificate_der, 8, &key),
+            Status::Unauthenticated());
+}
+
+TEST_F(SealTest, MalformedPeerCertificatesAreInvalidArguments) {
+  PeerPublicKey key;
+  std::vector<uint8_t> der = b_->identity.certificate_der;
+  EXPECT_EQ(VerifyPeerCertificate(a_->credentials, {}, 8, &key), Status::InvalidArgument());
+  EXPECT_EQ(VerifyPeerCertificate(a_->credentials, ConstByteSpan(der.data(), der.size() - 1), 8, &key),
+            Status::InvalidArgument());
+  der.push_back(0);
+  EXPECT_EQ(VerifyPeerCertificate(a_->credentials, der, 8, &key), Status::InvalidArgument());
+  EXPECT_EQ(VerifyPeerCertificate(a_->credentials, b_->identity.certificate_der, 8, nullptr),
+            Status::InvalidArgument());
+  tls::TlsCredentials no_trust;
+  EXPECT_EQ(VerifyPeerCertificate(no_trust, b_->identity.certificate_der, 8, &key),
+            Status::FailedPrecondition());
+  // A flipped signature bit is a forgery, not a parse error.
+  std::vector<uint8_t> forged = b_->identity.certificate_der;
+  forged[forged.size() - 5] ^= 0x01;
+  EXPECT_EQ(VerifyPeerCertificate(a_->credentials, forged, 8, &key), Status::Unauthenticated());
+}
+
+TEST_F(SealTest, DerivationChecksItsInputs) {
+  PeerPublicKey key8;
+  ASSERT_TRUE(VerifyPeerCertificate(a_->credentials, b_->identity.certificate_der, 8, &key8).ok());
+  PairKeys keys;
+  Drbg& rng = a_->drbg;
+  // Own id must match the own certificate; peer id the verified key.
+  EXPECT_EQ(DerivePairKeys(a_->credentials, key8, 9, 8, &tls::DrbgRandom, &rng, &keys),
+            Status::InvalidArgument());
+  EXPECT_EQ(DerivePairKeys(a_->credentials, key8, 7, 9, &tls::DrbgRandom, &rng, &keys),
+            Status::InvalidArgument());
+  EXPECT_EQ(DerivePairKeys(a_->credentials, PeerPublicKey(), 7, 0, &tls::DrbgRandom, &rng, &keys),
+            Status::InvalidArgument());
+  EXPECT_EQ(DerivePairKeys(a_->credentials, key8, 7, 8, nullptr, nullptr, &keys),
+            Status::InvalidArgument());
+  tls::TlsCredentials trust_only;
+  ASSERT_TRUE(pki_->LoadTrust(&trust_only).ok());
+  EXPECT_EQ(DerivePairKeys(trust_only, key8, 7, 8, &tls::DrbgRandom, &rng, &keys),
+            Status::FailedPrecondition());
+  // A point off the curve.
+  PeerPublicKey off_curve = key8;
+  off_curve.point[40] ^= 0x01;
+  EXPECT_EQ(DerivePairKeys(a_->credentials, off_curve, 7, 8, &tls::DrbgRandom, &rng, &keys),
+            Status::Unauthenticated());
+  EXPECT_FALSE(keys.valid);
+  ASSERT_TRUE(DerivePairKeys(a_->credentials, key8, 7, 8, &tls::DrbgRandom, &rng, &keys).ok());
+  keys.Wipe();
+  EXPECT_FALSE(keys.valid);
+  EXPECT_EQ(keys.low_to_high[0] | keys.low_to_high[31] | keys.high_to_low[0], 0);
+}
+
+TEST_F(SealTest, JobKeysAgreeAndSeparateJobs) {
+  const std::vector<uint8_t> salt(16, 0x5A);
+  PairKeys job_ab;
+  PairKeys job_ba;
+  ASSERT_TRUE(DeriveJobKeys(*ab_, salt, 42, &job_ab).ok());
+  ASSERT_TRUE(DeriveJobKeys(*ba_, salt, 42, &job_ba).ok());
+  EXPECT_EQ(job_ab.low_id, 7u);
+  EXPECT_EQ(job_ab.high_id, 8u);
+  EXPECT_EQ(0, std::memcmp(job_ab.low_to_high, job_ba.low_to_high, kSealKeyBytes));
+  EXPECT_EQ(0, std::memcmp(job_ab.high_to_low, job_ba.high_to_low, kSealKeyBytes));
+  EXPECT_NE(0, std::memcmp(job_ab.low_to_high, ab_->low_to_high, kSealKeyBytes));
+
+  // Sealed under one job's keys, it opens only with that job's keys.
+  const std::vector<uint8_t> message = Text("job 42");
+  std::vector<uint8_t> sealed(message.size() + kSealOverheadBytes);
+  ASSERT_TRUE(Seal(job_ab, SealHeader{7, 8, 42, 1}, message, sealed).ok());
+  std::vector<uint8_t> opened(message.size());
+  uint64_t counter = 0;
+  EXPECT_TRUE(Open(job_ba, 7, 8, 42, sealed, opened, &counter).ok());
+  EXPECT_EQ(opened, message);
+  EXPECT_EQ(Open(*ba_, 7, 8, 42, sealed, opened, &counter).status(), Status::Unauthenticated());
+  PairKeys other_salt;
+  const std::vector<uint8_t> salt2(16, 0xA5);
+  ASSERT_TRUE(DeriveJobKeys(*ba_, salt2, 42, &other_salt).ok());
+  EXPECT_EQ(Open(other_salt, 7, 8, 42, sealed, opened, &counter).status(), Status::Unauthenticated());
+  PairKeys other_job;
+  ASSERT_TRUE(DeriveJobKeys(*ba_, salt, 43, &other_job).ok());
+  EXPECT_NE(0, std::memcmp(other_job.low_to_high, job_ba.low_to_high, kSealKeyBytes));
+
+  const std::vector<uint8_t> short_salt(kMinJobSaltBytes - 1, 1);
+  EXPECT_EQ(DeriveJobKeys(*ab_, short_salt, 42, &other_job), Status::InvalidArgument());
+  EXPECT_EQ(DeriveJobKeys(PairKeys(), salt, 42, &other_job), Status::InvalidArgument());
+}
+
+}  // namespace
+}  // namespace nodefl::seal
