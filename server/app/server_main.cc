@@ -8,6 +8,7 @@
 
 #include "nodefl/server/config.h"
 #include "nodefl/server/log.h"
+#include "nodefl/server/net/process_limits.h"
 #include "nodefl/server/net/server.h"
 
 int main(int argc, char** argv) {
@@ -33,6 +34,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   Logger log(config.log_level, config.log_format);
+  std::string note;
+  const uint64_t files = net::RaiseOpenFileLimit(&note);
+  if (files < uint64_t{config.max_devices} + 64) {
+    log.Warn("open_file_limit", {{"limit", files}, {"max_devices", config.max_devices}, {"note", note}});
+  }
   std::string error;
   auto server = net::Server::Create(config, log, &error);
   if (!server) {

@@ -22,6 +22,7 @@
 #include "emulated_device.h"
 #include "nodefl/dataset/graph_dataset.h"
 #include "nodefl/pki/device_bundle.h"
+#include "nodefl/server/net/process_limits.h"
 
 namespace {
 
@@ -41,6 +42,7 @@ struct Options {
   uint32_t threads = 1;
   uint32_t connect_concurrency = 128;
   uint32_t timeout_s = 1800;
+  uint32_t messages_per_edge = 1;
 };
 
 void PrintHelp() {
@@ -59,6 +61,8 @@ void PrintHelp() {
       "  --threads N              event-loop threads (default 1)\n"
       "  --connect-concurrency N  handshakes in flight at once (default 128)\n"
       "  --timeout S              give up after S seconds (default 1800)\n"
+      "  --messages-per-edge M    what the server's job_messages_per_edge is (default 1),\n"
+      "                           to check the total the devices report against the graph\n"
       "  --help                   this text\n"
       "\n"
       "Exit status: 0 when every device finished its job with every expected message\n"
@@ -123,6 +127,10 @@ std::optional<Options> Parse(int argc, char** argv) {
       auto n = count(100000);
       if (!n) return std::nullopt;
       o.connect_concurrency = static_cast<uint32_t>(*n);
+    } else if (arg == "--messages-per-edge") {
+      auto n = count(1u << 20);
+      if (!n) return std::nullopt;
+      o.messages_per_edge = static_cast<uint32_t>(*n);
     } else if (arg == "--timeout") {
       auto n = count(7 * 24 * 3600);
       if (!n) return std::nullopt;
@@ -165,6 +173,13 @@ int main(int argc, char** argv) {
   }
   const nodefl::dataset::Graph& g = loaded.graph;
   const uint32_t n = opt->devices == 0 ? g.num_nodes : std::min(opt->devices, g.num_nodes);
+
+  std::string note;
+  if (const uint64_t files = nodefl::server::net::RaiseOpenFileLimit(&note); files < uint64_t{n} + 64) {
+    std::fprintf(stderr, "nodefl-emulate: only %llu open files allowed for %u devices%s%s\n",
+                 static_cast<unsigned long long>(files), n, note.empty() ? "" : ": ", note.c_str());
+    return 1;
+  }
 
   nodefl::pki::DeviceBundle bundle;
   if (auto r = nodefl::pki::ReadDeviceBundle(opt->bundle, &bundle); !r.ok()) {
@@ -213,7 +228,7 @@ int main(int argc, char** argv) {
     for (uint64_t i = g.offsets[v]; i < g.offsets[v + 1]; ++i) {
       if (g.neighbours[i] < n) setup.neighbours.push_back(g.neighbours[i]);
     }
-    expected += setup.neighbours.size();
+    expected += setup.neighbours.size() * uint64_t{opt->messages_per_edge};
     auto& record = bundle.devices[by_id[v]];
     setup.certificate_der = std::move(record.certificate_der);
     setup.private_key_der = std::move(record.private_key_der);
@@ -226,8 +241,9 @@ int main(int argc, char** argv) {
     if ((v + 1) % 2000 == 0) std::fprintf(stderr, "loaded %u/%u devices\n", v + 1, n);
   }
   bundle = {};  // private keys now live only inside the devices' TLS contexts
-  std::printf("emulating %u devices of %s (%llu directed edges = sealed messages expected) against %s:%u\n",
-              n, g.name.c_str(), static_cast<unsigned long long>(expected), opt->host.c_str(), opt->port);
+  std::printf("emulating %u devices of %s (%llu sealed messages expected: directed edges x %u) against %s:%u\n",
+              n, g.name.c_str(), static_cast<unsigned long long>(expected), opt->messages_per_edge,
+              opt->host.c_str(), opt->port);
   std::fflush(stdout);
 
   for (auto& d : devices) d->Start();

@@ -52,16 +52,25 @@ uint32_t NeighbourEchoRole::round() const {
   return 0;
 }
 
-void NeighbourEchoRole::ExpectedPlaintext(uint64_t job_id, uint32_t src, uint32_t dst,
-                                          uint8_t (&out)[kEchoPlaintextBytes]) {
-  // magic(8) | job(8) | src(4) | dst(4) | SHA-256 of the 24 bytes before (32)
-  std::memcpy(out, kMagic, 8);
-  StoreLe(job_id, 8, out + 8);
-  StoreLe(src, 4, out + 16);
-  StoreLe(dst, 4, out + 20);
+void NeighbourEchoRole::ExpectedPlaintext(uint64_t job_id, uint32_t src, uint32_t dst, uint32_t index,
+                                          ByteSpan out) {
+  // magic(8) | job(8) | src(4) | dst(4) | SHA-256(those 24 bytes | index)(32)
+  // | filler derived from the index up to the payload size.
+  NODEFL_CHECK(out.size() >= kEchoHeaderBytes);
+  uint8_t* p = out.data();
+  std::memcpy(p, kMagic, 8);
+  StoreLe(job_id, 8, p + 8);
+  StoreLe(src, 4, p + 16);
+  StoreLe(dst, 4, p + 20);
+  uint8_t hashed[28];
+  std::memcpy(hashed, p, 24);
+  StoreLe(index, 4, hashed + 24);
   // Hashing cannot fail for these inputs; on error the zero digest simply
   // would not match what the peer computed, which the receiver reports.
-  if (mbedtls_sha256_ret(out, 24, out + 24, 0) != 0) std::memset(out + 24, 0, 32);
+  if (mbedtls_sha256_ret(hashed, sizeof(hashed), p + 24, 0) != 0) std::memset(p + 24, 0, 32);
+  for (size_t i = kEchoHeaderBytes; i < out.size(); ++i) {
+    p[i] = static_cast<uint8_t>(i * 31u + index);
+  }
 }
 
 EchoPeer* NeighbourEchoRole::FindPeer(uint32_t id) {
@@ -84,18 +93,37 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
   deadline_us_ = now_us + uint64_t{start.deadline_ms} * 1000;
   deadline_passed_ = false;
   if (message.round == 1) {
-    if (start.parameters.size != kEchoJobSaltBytes) return Status::InvalidArgument();
+    const ConstByteSpan params = wire::BytesOf(start.parameters);
+    if (params.size() != kEchoJobSaltBytes && params.size() != kEchoParametersBytes) {
+      return Status::InvalidArgument();
+    }
+    messages_per_edge_ = 1;
+    payload_bytes_ = kEchoHeaderBytes;
+    if (params.size() == kEchoParametersBytes) {
+      auto load = [&params](size_t at) {
+        return uint32_t{params[at]} | uint32_t{params[at + 1]} << 8 | uint32_t{params[at + 2]} << 16 |
+               uint32_t{params[at + 3]} << 24;
+      };
+      messages_per_edge_ = load(kEchoJobSaltBytes);
+      payload_bytes_ = load(kEchoJobSaltBytes + 4);
+      if (messages_per_edge_ == 0 || messages_per_edge_ > kEchoMaxMessagesPerEdge ||
+          payload_bytes_ < kEchoHeaderBytes || payload_bytes_ > seal::kMaxSealPlaintextBytes) {
+        return Status::InvalidArgument();
+      }
+    }
     job_id_ = message.job_id;
-    std::memcpy(job_salt_, start.parameters.bytes, kEchoJobSaltBytes);
+    std::memcpy(job_salt_, params.data(), kEchoJobSaltBytes);
     phase_ = Phase::kKeys;
     stats_ = Stats{};
     request_cursor_ = send_cursor_ = 0;
+    send_pass_ = 0;
     keys_settled_ = 0;
     for (EchoPeer& p : peers_) {
       p.job_keys.Wipe();
       p.window = seal::ReplayWindow();
       p.next_counter = 1;
-      p.key_ready = p.sent = p.received = false;
+      p.sent = p.received = 0;
+      p.key_ready = false;
       // Long-term pair keys survive across jobs: only new neighbours need a
       // certificate round trip.
       p.key_requested = p.pair_keys.valid;
@@ -155,25 +183,31 @@ Status NeighbourEchoRole::HandleDelivery(const nodefl_wire_Envelope& message) {
     ++stats_.rejected;
     return Status::Ok();
   }
-  uint8_t plaintext[kEchoPlaintextBytes + 1];
+  uint8_t plaintext[seal::kMaxSealPlaintextBytes];
   uint64_t counter = 0;
-  Result<size_t> opened =
-      seal::Open(peer->job_keys, d.src, own_id_, job_id_, wire::BytesOf(d.sealed), plaintext, &counter);
+  Result<size_t> opened = seal::Open(peer->job_keys, d.src, own_id_, job_id_, wire::BytesOf(d.sealed),
+                                     ByteSpan(plaintext), &counter);
   if (!opened.ok()) {
     ++stats_.rejected;
     return Status::Ok();
   }
-  if (!peer->window.Accept(counter).ok() || peer->received) {
+  if (!peer->window.Accept(counter).ok()) {
     ++stats_.duplicates;
     return Status::Ok();
   }
-  uint8_t expected[kEchoPlaintextBytes];
-  ExpectedPlaintext(job_id_, d.src, own_id_, expected);
-  if (*opened != kEchoPlaintextBytes || std::memcmp(plaintext, expected, kEchoPlaintextBytes) != 0) {
+  // Message k of this job carries counter k, so the counter names the
+  // content the sender must have sealed.
+  uint8_t expected[seal::kMaxSealPlaintextBytes];
+  if (counter > messages_per_edge_ || *opened != payload_bytes_) {
     ++stats_.rejected;
     return Status::Ok();
   }
-  peer->received = true;
+  ExpectedPlaintext(job_id_, d.src, own_id_, static_cast<uint32_t>(counter), ByteSpan(expected, payload_bytes_));
+  if (std::memcmp(plaintext, expected, payload_bytes_) != 0) {
+    ++stats_.rejected;
+    return Status::Ok();
+  }
+  ++peer->received;
   ++stats_.received;
   return Status::Ok();
 }
@@ -210,21 +244,29 @@ Status NeighbourEchoRole::SendKeyRequests(device::DeviceSession& session) {
 }
 
 Status NeighbourEchoRole::SendSealed(device::DeviceSession& session) {
-  uint8_t plaintext[kEchoPlaintextBytes];
-  while (send_cursor_ < peers_.size() && session.CanSend()) {
+  // Round-robin over neighbours, one message each per pass, so that every
+  // neighbour's stream makes progress even when output space is scarce.
+  uint8_t plaintext[seal::kMaxSealPlaintextBytes];
+  while (session.CanSend()) {
+    if (send_cursor_ == peers_.size()) {
+      if (send_pass_ + 1 >= messages_per_edge_) break;
+      ++send_pass_;
+      send_cursor_ = 0;
+    }
     EchoPeer& p = peers_[send_cursor_++];
-    if (!p.key_ready || p.sent) continue;
+    if (!p.key_ready || p.sent > send_pass_) continue;
     nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_relay_send_tag, job_id_, 2);
     m.body.relay_send.dst = p.id;
-    ExpectedPlaintext(job_id_, own_id_, p.id, plaintext);
-    const seal::SealHeader header{own_id_, p.id, job_id_, p.next_counter};
-    Result<size_t> sealed = seal::Seal(p.job_keys, header, ConstByteSpan(plaintext),
+    const uint64_t counter = p.next_counter;
+    ExpectedPlaintext(job_id_, own_id_, p.id, static_cast<uint32_t>(counter), ByteSpan(plaintext, payload_bytes_));
+    const seal::SealHeader header{own_id_, p.id, job_id_, counter};
+    Result<size_t> sealed = seal::Seal(p.job_keys, header, ConstByteSpan(plaintext, payload_bytes_),
                                        ByteSpan(m.body.relay_send.sealed.bytes));
     if (!sealed.ok()) return sealed.status();
     m.body.relay_send.sealed.size = static_cast<pb_size_t>(*sealed);
     NODEFL_TRY(session.Send(m));
     ++p.next_counter;
-    p.sent = true;
+    ++p.sent;
     ++stats_.sent;
   }
   return Status::Ok();
@@ -252,7 +294,7 @@ Status NeighbourEchoRole::OnPoll(uint64_t now_us, device::DeviceSession& session
     NODEFL_TRY(SendKeyRequests(session));
     if ((AllKeysSettled() || deadline_passed_) && session.CanSend()) {
       stats_.expected = 0;
-      for (const EchoPeer& p : peers_) stats_.expected += p.key_ready ? 1 : 0;
+      for (const EchoPeer& p : peers_) stats_.expected += p.key_ready ? messages_per_edge_ : 0;
       const bool ok = AllKeysSettled() && stats_.key_failures == 0;
       NODEFL_TRY(Report(session, 1, ok ? Status::Ok() : Status::Unauthenticated()));
       phase_ = Phase::kKeysReported;
@@ -261,7 +303,7 @@ Status NeighbourEchoRole::OnPoll(uint64_t now_us, device::DeviceSession& session
   }
   if (phase_ == Phase::kSend) {
     NODEFL_TRY(SendSealed(session));
-    const bool all_sent = send_cursor_ == peers_.size();
+    const bool all_sent = send_cursor_ == peers_.size() && send_pass_ + 1 >= messages_per_edge_;
     if (((all_sent && stats_.received == stats_.expected) || deadline_passed_) && session.CanSend()) {
       const bool complete = all_sent && stats_.received == stats_.expected;
       NODEFL_TRY(Report(session, 2, complete ? Status::Ok() : Status::DeadlineExceeded()));

@@ -160,6 +160,12 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
     return fail("job", "'" + c.job + "' is not a known job (none, neighbour-echo)");
   }
   if (c.job_round_deadline_ms == 0) return fail("job_round_deadline_ms", "must be at least 1");
+  if (c.job_messages_per_edge == 0 || c.job_messages_per_edge > (1u << 20)) {
+    return fail("job_messages_per_edge", "must be 1..1048576");
+  }
+  if (c.job_payload_bytes < 56 || c.job_payload_bytes > 4072) {
+    return fail("job_payload_bytes", std::to_string(c.job_payload_bytes) + " is outside 56..4072");
+  }
   if (c.idle_timeout_ms == 0) return fail("idle_timeout_ms", "must be at least 1");
   if (c.heartbeat_interval_ms == 0) return fail("heartbeat_interval_ms", "must be at least 1");
   if (c.heartbeat_interval_ms >= c.idle_timeout_ms) {

@@ -107,6 +107,10 @@ void JobRunner::StartJob(std::vector<uint32_t> participants) {
   std::random_device rd;
   salt_.resize(kSaltBytes);
   for (auto& b : salt_) b = static_cast<uint8_t>(rd());
+  // Then the load knobs (sdk/roles/public/nodefl/roles/neighbour_echo.h).
+  for (uint32_t v : {ctx_.config.job_messages_per_edge, ctx_.config.job_payload_bytes}) {
+    for (int i = 0; i < 4; ++i) salt_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
   jobs::NeighbourEchoJob::Options options;
   options.job_id = job_id;
   options.round1_deadline_ms = ctx_.config.job_round_deadline_ms;
@@ -114,6 +118,8 @@ void JobRunner::StartJob(std::vector<uint32_t> participants) {
   job_.emplace(options, std::move(participants));
   ctx_.log->Info("job_started", {{"job", job_id},
                                  {"kind", ctx_.config.job},
+                                 {"messages_per_edge", ctx_.config.job_messages_per_edge},
+                                 {"payload_bytes", ctx_.config.job_payload_bytes},
                                  {"participants", job_->summary().participants}});
   Dispatch(job_->Begin(NowMicros()));
 }

@@ -33,11 +33,15 @@
 
 namespace nodefl::roles {
 
-// JobStart.parameters of the echo job: a 16-byte random salt from the server
-// that makes this job's keys unique (so per-job counters never reuse a nonce
-// under a key used before).
+// JobStart.parameters of the echo job (round 1):
+//   salt (16 bytes): random, from the server; makes this job's keys unique,
+//     so per-job counters never reuse a nonce under a key used before;
+//   optionally messages_per_edge (u32 LE, default 1) and payload_bytes
+//     (u32 LE, default kEchoHeaderBytes): the benchmark's load knobs.
 inline constexpr size_t kEchoJobSaltBytes = 16;
-inline constexpr size_t kEchoPlaintextBytes = 56;
+inline constexpr size_t kEchoHeaderBytes = 56;
+inline constexpr size_t kEchoParametersBytes = kEchoJobSaltBytes + 8;
+inline constexpr uint32_t kEchoMaxMessagesPerEdge = 1u << 20;
 
 struct EchoPeer {
   uint32_t id = 0;
@@ -45,10 +49,10 @@ struct EchoPeer {
   seal::PairKeys job_keys;   // this job's keys
   seal::ReplayWindow window;
   uint64_t next_counter = 1;
+  uint32_t sent = 0;      // messages sealed to this peer in this job
+  uint32_t received = 0;  // verified messages from this peer in this job
   bool key_requested = false;
   bool key_ready = false;
-  bool sent = false;
-  bool received = false;
 };
 
 class NeighbourEchoRole final : public device::Role {
@@ -79,9 +83,13 @@ class NeighbourEchoRole final : public device::Role {
   uint32_t round() const;
   const Stats& stats() const { return stats_; }
 
-  // The plaintext `src` sends to `dst` in job `job_id` (exposed for tests).
-  static void ExpectedPlaintext(uint64_t job_id, uint32_t src, uint32_t dst,
-                                uint8_t (&out)[kEchoPlaintextBytes]);
+  // The plaintext of message `index` (1, 2, ...) that `src` sends to `dst`
+  // in job `job_id`; out.size() is the payload size (>= kEchoHeaderBytes).
+  // Exposed for tests.
+  static void ExpectedPlaintext(uint64_t job_id, uint32_t src, uint32_t dst, uint32_t index,
+                                ByteSpan out);
+  uint32_t messages_per_edge() const { return messages_per_edge_; }
+  uint32_t payload_bytes() const { return payload_bytes_; }
 
  private:
   enum class Phase : uint8_t { kIdle, kKeys, kKeysReported, kSend, kDone };
@@ -104,11 +112,14 @@ class NeighbourEchoRole final : public device::Role {
   Phase phase_ = Phase::kIdle;
   uint64_t job_id_ = 0;
   uint8_t job_salt_[kEchoJobSaltBytes] = {};
+  uint32_t messages_per_edge_ = 1;
+  uint32_t payload_bytes_ = kEchoHeaderBytes;
   uint64_t deadline_us_ = 0;
   uint64_t now_us_ = 0;
   bool deadline_passed_ = false;
   size_t request_cursor_ = 0;
   size_t send_cursor_ = 0;
+  uint32_t send_pass_ = 0;
   uint32_t keys_settled_ = 0;
   Stats stats_;
 };

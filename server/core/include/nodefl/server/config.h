@@ -61,7 +61,11 @@ struct ServerConfig {
   uint32_t job_quorum = 0;
   uint32_t job_wait_ms = 0;
   uint32_t job_round_deadline_ms = 300000;  // per round; late devices are recorded
-  uint32_t exit_after_jobs = 0;  // exit after this many jobs finished (0: run until stopped)
+  uint32_t exit_after_jobs = 0;
+  // neighbour-echo load (benchmarks): sealed messages per directed edge and
+  // plaintext bytes per message (56..4072).
+  uint32_t job_messages_per_edge = 1;
+  uint32_t job_payload_bytes = 56;  // exit after this many jobs finished (0: run until stopped)
   // Process.
   uint32_t threads = 0;  // 0 until defaulted: DefaultServerConfig() sets hardware_concurrency
   LogLevel log_level = LogLevel::kInfo;
