@@ -244,6 +244,14 @@ asio::awaitable<void> EmulatedDevice::Writer() {
       tls_->Close();
       co_return;
     }
+    // Output space is free again: let the roles continue their bulk work.
+    if (connection_up_ && session_->state() == device::SessionState::kReady) {
+      if (!session_->Poll(NowMicros()).ok()) {
+        tls_->Close();
+        co_return;
+      }
+      NoteProgress();
+    }
   }
 }
 

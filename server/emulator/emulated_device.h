@@ -83,7 +83,9 @@ struct FleetSetup {
   FleetStats* stats = nullptr;
   ConnectGate* gate = nullptr;
   uint32_t max_connect_attempts = 20;
-  std::chrono::milliseconds poll_interval{50};
+  // Timers only: heartbeats, deadlines. Progress is driven by traffic (a
+  // poll after every read and every completed write).
+  std::chrono::milliseconds poll_interval{1000};
 };
 
 class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {

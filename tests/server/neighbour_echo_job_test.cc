@@ -69,8 +69,12 @@ TEST(NeighbourEchoJobTest, DeadlinesRecordMissingDevicesAndProceed) {
   EXPECT_EQ(job.summary().missed_round2, (std::vector<uint32_t>{1}));
   EXPECT_FALSE(job.summary().verified());
   // A late report is a protocol error, not a silent change of the result.
-  job.OnReport(1, 2, Report(1, 1, 1), 3'100'000);
+  job.OnReport(2, 2, Report(1, 1, 1), 3'100'000);
   EXPECT_EQ(job.protocol_errors(), 1u);
+  EXPECT_EQ(job.summary().reported, 1u);
+  // Device 1 was recorded as missing round 2; its late report cannot undo it.
+  job.OnReport(1, 2, Report(1, 1, 1), 3'200'000);
+  EXPECT_EQ(job.protocol_errors(), 2u);
   EXPECT_EQ(job.summary().reported, 1u);
 }
 
@@ -80,8 +84,9 @@ TEST(NeighbourEchoJobTest, StrangersAndWrongRoundsAreProtocolErrors) {
   job.OnReport(9, 1, Report(1), 1);  // not a participant
   job.OnReport(0, 2, Report(1), 2);  // round 2 while round 1 runs
   job.OnReport(0, 1, Report(1), 3);
-  job.OnReport(0, 1, Report(1), 4);  // repeated
-  EXPECT_EQ(job.protocol_errors(), 3u);
+  job.OnReport(0, 1, Report(1), 4);  // repeated after a reconnect: a no-op
+  EXPECT_EQ(job.protocol_errors(), 2u);
+  EXPECT_EQ(job.repeated_reports(), 1u);
   EXPECT_EQ(job.summary().keys_ready, 1u);
 }
 

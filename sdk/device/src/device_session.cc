@@ -232,6 +232,10 @@ Status DeviceSession::HandleWelcome() {
     acked_relay_id_ = 0;
   }
   state_ = SessionState::kReady;
+  if (restarted_) {
+    for (Role* role : roles_) role->OnSessionRestart(resumed_);
+  }
+  restarted_ = true;
   return Status::Ok();
 }
 

@@ -118,6 +118,9 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
     request_cursor_ = send_cursor_ = 0;
     send_pass_ = 0;
     keys_settled_ = 0;
+    outstanding_requests_ = 0;
+    last_report_round_ = 0;
+    resend_report_ = false;
     for (EchoPeer& p : peers_) {
       p.job_keys.Wipe();
       p.window = seal::ReplayWindow();
@@ -127,6 +130,7 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
       // Long-term pair keys survive across jobs: only new neighbours need a
       // certificate round trip.
       p.key_requested = p.pair_keys.valid;
+      p.key_answered = p.pair_keys.valid;
       if (p.pair_keys.valid) {
         if (seal::DeriveJobKeys(p.pair_keys, ConstByteSpan(job_salt_), job_id_, &p.job_keys).ok()) {
           p.key_ready = true;
@@ -151,9 +155,9 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
 Status NeighbourEchoRole::HandleCertificate(const nodefl_wire_PeerCertificate& cert) {
   EchoPeer* peer = FindPeer(cert.device_id);
   // Certificates we did not ask for (or twice) are ignored, not trusted.
-  if (peer == nullptr || !peer->key_requested || peer->key_ready || peer->pair_keys.valid) {
-    return Status::Ok();
-  }
+  if (peer == nullptr || !peer->key_requested || peer->key_answered) return Status::Ok();
+  peer->key_answered = true;
+  if (outstanding_requests_ > 0) --outstanding_requests_;
   ++keys_settled_;
   if (!cert.found) {
     ++stats_.key_failures;
@@ -227,14 +231,17 @@ Status NeighbourEchoRole::OnMessage(const nodefl_wire_Envelope& message, device:
 }
 
 Status NeighbourEchoRole::SendKeyRequests(device::DeviceSession& session) {
-  while (request_cursor_ < peers_.size() && session.CanSend()) {
+  while (request_cursor_ < peers_.size() && session.CanSend() &&
+         outstanding_requests_ < kEchoMaxOutstandingKeyRequests) {
     nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, 1);
     nodefl_wire_PeerKeyRequest& req = m.body.peer_key_request;
     const size_t capacity = sizeof(req.device_ids) / sizeof(req.device_ids[0]);
-    while (request_cursor_ < peers_.size() && req.device_ids_count < capacity) {
+    while (request_cursor_ < peers_.size() && req.device_ids_count < capacity &&
+           outstanding_requests_ < kEchoMaxOutstandingKeyRequests) {
       EchoPeer& p = peers_[request_cursor_++];
       if (p.key_requested) continue;
       p.key_requested = true;
+      ++outstanding_requests_;
       req.device_ids[req.device_ids_count++] = p.id;
     }
     if (req.device_ids_count == 0) break;
@@ -272,7 +279,23 @@ Status NeighbourEchoRole::SendSealed(device::DeviceSession& session) {
   return Status::Ok();
 }
 
+void NeighbourEchoRole::OnSessionRestart(bool /*resumed*/) {
+  // Certificate requests and answers in flight died with the old
+  // connection: ask again for every neighbour still unanswered.
+  if (phase_ == Phase::kKeys) {
+    for (EchoPeer& p : peers_) {
+      if (p.key_requested && !p.key_answered) p.key_requested = false;
+    }
+    request_cursor_ = 0;
+    outstanding_requests_ = 0;
+  }
+  // A report may not have reached the server: repeat the latest one.
+  if (last_report_round_ != 0) resend_report_ = true;
+}
+
 Status NeighbourEchoRole::Report(device::DeviceSession& session, uint32_t round, Status outcome) {
+  last_report_round_ = round;
+  last_report_outcome_ = outcome;
   nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_report_tag, job_id_, round);
   nodefl_wire_JobReport& r = m.body.job_report;
   r.kind = nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO;
@@ -287,6 +310,10 @@ Status NeighbourEchoRole::Report(device::DeviceSession& session, uint32_t round,
 
 Status NeighbourEchoRole::OnPoll(uint64_t now_us, device::DeviceSession& session) {
   now_us_ = now_us;
+  if (resend_report_ && session.CanSend()) {
+    resend_report_ = false;
+    NODEFL_TRY(Report(session, last_report_round_, last_report_outcome_));
+  }
   if (phase_ == Phase::kIdle || phase_ == Phase::kDone) return Status::Ok();
   if (deadline_us_ != 0 && now_us > deadline_us_) deadline_passed_ = true;
 

@@ -106,7 +106,15 @@ NeighbourEchoJob::StartRound NeighbourEchoJob::OnReport(uint32_t device, uint32_
     if (summary_.reported + summary_.missed_round2.size() == summary_.keys_ready) Finish(now_us);
     return {};
   }
-  // Late (after a deadline), repeated, or for a round not running.
+  // A device repeats its latest report after a reconnect (the first copy
+  // may have been lost with the connection): harmless, ignore it.
+  const bool repeat = (round == 1 && (state == DeviceState::kKeysReady || state == DeviceState::kReported)) ||
+                      (round == 2 && state == DeviceState::kReported);
+  if (repeat) {
+    ++repeated_reports_;
+    return {};
+  }
+  // Late (after a deadline), or for a round not running.
   ++protocol_errors_;
   return {};
 }

@@ -128,8 +128,13 @@ bool Connection::Refuse(StatusCode code, const std::string& text, uint64_t offen
 }
 
 void Connection::SetDeadline(uint32_t ms, const char* what) {
-  deadline_ = Clock::now() + std::chrono::milliseconds(ms);
+  const Clock::time_point next = Clock::now() + std::chrono::milliseconds(ms);
+  // The watchdog sleeps until the deadline it last saw; a sooner one (the
+  // Hello deadline after a longer handshake deadline) must wake it to re-arm.
+  const bool sooner = next < deadline_;
+  deadline_ = next;
   deadline_what_ = what;
+  if (sooner) deadline_timer_.cancel();
 }
 
 void Connection::Close() {

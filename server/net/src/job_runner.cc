@@ -10,6 +10,7 @@
 #include <random>
 
 #include "nodefl/server/net/connection.h"
+#include "nodefl/server/net/process_limits.h"
 
 namespace nodefl::server::net {
 
@@ -120,6 +121,7 @@ void JobRunner::StartJob(std::vector<uint32_t> participants) {
                                  {"kind", ctx_.config.job},
                                  {"messages_per_edge", ctx_.config.job_messages_per_edge},
                                  {"payload_bytes", ctx_.config.job_payload_bytes},
+                                 {"rss_kib", CurrentRssKiB()},
                                  {"participants", job_->summary().participants}});
   Dispatch(job_->Begin(NowMicros()));
 }

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 namespace nodefl::server::net {
 
@@ -22,5 +23,20 @@ uint64_t RaiseOpenFileLimit(std::string* note) {
   }
   return limit.rlim_cur;
 }
+
+namespace {
+uint64_t ProcStatusKiB(const char* field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  const size_t n = std::strlen(field);
+  while (std::getline(status, line)) {
+    if (line.compare(0, n, field) == 0) return std::strtoull(line.c_str() + n, nullptr, 10);
+  }
+  return 0;
+}
+}  // namespace
+
+uint64_t CurrentRssKiB() { return ProcStatusKiB("VmRSS:"); }
+uint64_t PeakRssKiB() { return ProcStatusKiB("VmHWM:"); }
 
 }  // namespace nodefl::server::net

@@ -22,6 +22,7 @@
 #include "nodefl/server/net/connection.h"
 #include "nodefl/server/net/job_runner.h"
 #include "nodefl/server/net/peer_certificates.h"
+#include "nodefl/server/net/process_limits.h"
 #include "nodefl/server/net/server_context.h"
 #include "nodefl/server/registry.h"
 #include "nodefl/server/relay.h"
@@ -197,7 +198,8 @@ int Server::Run() {
                            {"port", port()},
                            {"devices_with_credentials", s.certificates.size()},
                            {"threads", s.config.threads},
-                           {"job", s.config.job}});
+                           {"job", s.config.job},
+                           {"rss_kib", CurrentRssKiB()}});
   s.signals.async_wait([&s](const boost::system::error_code& ec, int signal) {
     if (!ec) s.PostStop(signal == SIGINT ? "SIGINT" : "SIGTERM");
   });
@@ -223,7 +225,8 @@ int Server::Run() {
                          {"relay_sent", c.relay_sent.load()},
                          {"relay_delivered", c.relay_delivered.load()},
                          {"relay_acked", relay.acked},
-                         {"resumes", rs.resumes}});
+                         {"resumes", rs.resumes},
+                         {"peak_rss_kib", PeakRssKiB()}});
   return s.exit_status.load();
 }
 

@@ -151,6 +151,7 @@ class DeviceSession {
   uint8_t resume_token_[32] = {};
   size_t resume_token_size_ = 0;
   bool resumed_ = false;
+  bool restarted_ = false;  // a Welcome was seen before: later ones follow reconnects
   // Relay bookkeeping: highest relay_id handed to a role, and acked.
   uint64_t last_relay_id_ = 0;
   uint64_t acked_relay_id_ = 0;

@@ -31,6 +31,12 @@ class Role {
   // sealed messages) until Send() reports kResourceExhausted, then return OK.
   virtual Status OnPoll(uint64_t now_us, DeviceSession& session) = 0;
 
+  // Called when a Welcome arrives after a reconnect (`resumed`: the server
+  // kept the session). Whatever the role had in flight on the old
+  // connection (requests, reports not yet written) may be lost: re-send what
+  // it still needs. Default: nothing to do.
+  virtual void OnSessionRestart(bool /*resumed*/) {}
+
  protected:
   // Roles are never deleted through this interface (no heap in the core).
   ~Role() = default;

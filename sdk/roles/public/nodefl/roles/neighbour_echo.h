@@ -42,6 +42,9 @@ inline constexpr size_t kEchoJobSaltBytes = 16;
 inline constexpr size_t kEchoHeaderBytes = 56;
 inline constexpr size_t kEchoParametersBytes = kEchoJobSaltBytes + 8;
 inline constexpr uint32_t kEchoMaxMessagesPerEdge = 1u << 20;
+// Certificate requests in flight per device: keeps the server's answer
+// queue and the device's verification work per moment bounded and fair.
+inline constexpr uint32_t kEchoMaxOutstandingKeyRequests = 64;
 
 struct EchoPeer {
   uint32_t id = 0;
@@ -52,6 +55,7 @@ struct EchoPeer {
   uint32_t sent = 0;      // messages sealed to this peer in this job
   uint32_t received = 0;  // verified messages from this peer in this job
   bool key_requested = false;
+  bool key_answered = false;  // a PeerCertificate (found or not) arrived
   bool key_ready = false;
 };
 
@@ -77,6 +81,7 @@ class NeighbourEchoRole final : public device::Role {
   nodefl_wire_JobKind kind() const override { return nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO; }
   Status OnMessage(const nodefl_wire_Envelope& message, device::DeviceSession& session) override;
   Status OnPoll(uint64_t now_us, device::DeviceSession& session) override;
+  void OnSessionRestart(bool resumed) override;
 
   // Round 2 finished on this device (reported).
   bool finished() const { return phase_ == Phase::kDone; }
@@ -121,6 +126,12 @@ class NeighbourEchoRole final : public device::Role {
   size_t send_cursor_ = 0;
   uint32_t send_pass_ = 0;
   uint32_t keys_settled_ = 0;
+  uint32_t outstanding_requests_ = 0;
+  // The last JobReport sent, so a reconnect can repeat it (the server treats
+  // a repeat as a no-op).
+  uint32_t last_report_round_ = 0;
+  Status last_report_outcome_;
+  bool resend_report_ = false;
   Stats stats_;
 };
 

@@ -84,6 +84,7 @@ class NeighbourEchoJob {
   uint32_t round() const;
   const EchoSummary& summary() const { return summary_; }
   uint64_t protocol_errors() const { return protocol_errors_; }
+  uint64_t repeated_reports() const { return repeated_reports_; }
   // One line for progress output: "round 2: 8123/10312 reported".
   std::string ProgressLine() const;
 
@@ -102,6 +103,7 @@ class NeighbourEchoJob {
   uint64_t job_started_us_ = 0;
   EchoSummary summary_;
   uint64_t protocol_errors_ = 0;
+  uint64_t repeated_reports_ = 0;
 };
 
 }  // namespace nodefl::server::jobs

@@ -13,4 +13,9 @@ namespace nodefl::server::net {
 // now in force; `*note` explains if it could not be raised.
 uint64_t RaiseOpenFileLimit(std::string* note);
 
+// Resident memory of this process now and at its peak, in KiB (0 if
+// /proc is unavailable).
+uint64_t CurrentRssKiB();
+uint64_t PeakRssKiB();
+
 }  // namespace nodefl::server::net
