@@ -17,7 +17,7 @@
 namespace nodefl::emulator {
 namespace {
 
-constexpr size_t kTlsBufferBytes = 8 * 1024;
+constexpr size_t kPlaintextChunk = 4096;
 constexpr size_t kMaxFrame = wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes;
 // Room for several frames, so a role can send a batch of sealed messages per
 // poll without waiting for the socket.
@@ -118,7 +118,7 @@ asio::awaitable<bool> EmulatedDevice::Connect() {
     last_error_ = "connect: " + ec.message();
   } else {
     socket.set_option(tcp::no_delay(true), ec);
-    tls_ = std::make_unique<server::net::TlsSocket>(std::move(socket), kTlsBufferBytes);
+    tls_ = std::make_unique<server::net::TlsSocket>(std::move(socket), server::net::TlsSocket::Buffers{});
     Status st = tls_->Init(tls_config_, fleet_.server_name.c_str());
     if (st.ok()) st = co_await tls_->Handshake();
     if (st.ok()) {
@@ -182,7 +182,7 @@ asio::awaitable<void> EmulatedDevice::Run() {
 }
 
 asio::awaitable<void> EmulatedDevice::Reader() {
-  std::vector<uint8_t> plain(kTlsBufferBytes);
+  std::vector<uint8_t> plain(kPlaintextChunk);
   std::vector<uint8_t> pending;
   asio::steady_timer pause(strand_);
   while (connection_up_) {

@@ -36,7 +36,7 @@ constexpr std::array kKeys = {
             "relay bytes held per device until acknowledged"},
     KeySpec{"relay_memory_bytes", &C::relay_memory_bytes, "relay bytes held for all devices together"},
     KeySpec{"relay_backpressure_wait_ms", &C::relay_backpressure_wait_ms,
-            "how long a sender waits for queue space before being refused"},
+            "a sender waiting for queue space is refused after the destination made no progress this long"},
     KeySpec{"job", &C::job, "job to run: none or neighbour-echo"},
     KeySpec{"job_quorum", &C::job_quorum,
             "devices online before the job starts (0 = every device with credentials)"},

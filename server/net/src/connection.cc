@@ -16,9 +16,10 @@
 namespace nodefl::server::net {
 namespace {
 
-constexpr size_t kTlsBufferBytes = 16 * 1024 + 64;
-constexpr size_t kPlaintextChunk = 16 * 1024;
-constexpr size_t kWriteBatchBytes = 32 * 1024;
+// Per-connection memory is what limits how many devices one server holds
+// (docs/benchmarks.md); these sizes are a few frames each.
+constexpr size_t kPlaintextChunk = 4096;
+constexpr size_t kWriteBatchBytes = 8 * 1024;
 constexpr size_t kRelayTakeMessages = 32;
 // Peer-certificate answers waiting to be written before the reader pauses.
 constexpr size_t kControlQueueSoftLimit = 256;
@@ -37,7 +38,7 @@ StatusCode CodeForAttach(AttachStatus s) {
 Connection::Connection(ServerContext& context, tcp::socket socket, uint64_t connection_id)
     : ctx_(context),
       strand_(asio::make_strand(socket.get_executor())),
-      tls_(std::move(socket), kTlsBufferBytes),
+      tls_(std::move(socket), TlsSocket::Buffers{}),
       wake_(strand_),
       deadline_timer_(strand_),
       id_(connection_id),
@@ -432,7 +433,14 @@ asio::awaitable<bool> Connection::HandleRelaySend() {
   if (send.dst == device_id_) {
     co_return Refuse(StatusCode::kInvalidArgument, "relay to itself", in_->seq, "relay_refused");
   }
-  const auto give_up = Clock::now() + std::chrono::milliseconds(ctx_.config.relay_backpressure_wait_ms);
+  // Backpressure: while the destination's queue is full this sender is not
+  // read from (its TCP window fills instead of server memory). It waits as
+  // long as the destination keeps draining; it is refused only when the
+  // destination made no progress for relay_backpressure_wait_ms (a stuck
+  // receiver must not hold senders forever, a busy hub must not fail them).
+  const auto patience = std::chrono::milliseconds(ctx_.config.relay_backpressure_wait_ms);
+  auto give_up = Clock::now() + patience;
+  uint64_t drained = 0;
   auto pause = std::chrono::milliseconds(1);
   asio::steady_timer timer(strand_);
   while (true) {
@@ -444,13 +452,18 @@ asio::awaitable<bool> Connection::HandleRelaySend() {
       ctx_.counters.relay_bytes.fetch_add(send.sealed.size, std::memory_order_relaxed);
       co_return true;
     }
-    if (r.result == RelayResult::kRefusedQueueFull && Clock::now() < give_up && state_ == State::kRunning) {
-      // Backpressure: stop reading from this sender until the receiver drains.
-      timer.expires_after(pause);
-      boost::system::error_code ec;
-      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      pause = std::min(pause * 2, std::chrono::milliseconds(50));
-      continue;
+    if (r.result == RelayResult::kRefusedQueueFull && state_ == State::kRunning) {
+      if (const auto q = ctx_.relay->QueueSnapshot(send.dst); q && q->highest_delivered != drained) {
+        drained = q->highest_delivered;
+        give_up = Clock::now() + patience;
+      }
+      if (Clock::now() < give_up) {
+        timer.expires_after(pause);
+        boost::system::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        pause = std::min(pause * 2, std::chrono::milliseconds(50));
+        continue;
+      }
     }
     const bool client_error = r.result == RelayResult::kRefusedUnknownDestination ||
                               r.result == RelayResult::kRefusedTooLarge;

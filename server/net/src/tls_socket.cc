@@ -9,11 +9,11 @@
 
 namespace nodefl::server::net {
 
-TlsSocket::TlsSocket(tcp::socket socket, size_t buffer_bytes)
+TlsSocket::TlsSocket(tcp::socket socket, const Buffers& buffers)
     : socket_(std::move(socket)),
-      inbound_(buffer_bytes),
-      outbound_(buffer_bytes),
-      read_scratch_(buffer_bytes) {}
+      inbound_(buffers.inbound),
+      outbound_(buffers.outbound),
+      read_scratch_(buffers.read_chunk) {}
 
 Status TlsSocket::Init(const tls::TlsConfig& config, const char* server_name) {
   return endpoint_.Init(config, ByteSpan(inbound_), ByteSpan(outbound_), server_name);

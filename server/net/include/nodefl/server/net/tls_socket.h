@@ -36,8 +36,16 @@ using tcp = asio::ip::tcp;
 
 class TlsSocket {
  public:
-  // `buffer_bytes`: size of each of the endpoint's ciphertext buffers.
-  TlsSocket(tcp::socket socket, size_t buffer_bytes);
+  // Buffer sizes in bytes: the endpoint's inbound and outbound ciphertext
+  // buffers, and the socket read chunk. Any non-zero sizes work (MbedTLS
+  // resumes partial records); nodefl frames are at most ~4.6 KiB, so a few
+  // KiB each keeps a connection small without extra round trips.
+  struct Buffers {
+    size_t inbound = 4096;
+    size_t outbound = 8192;
+    size_t read_chunk = 4096;
+  };
+  TlsSocket(tcp::socket socket, const Buffers& buffers);
   TlsSocket(const TlsSocket&) = delete;
   TlsSocket& operator=(const TlsSocket&) = delete;
 
