@@ -39,12 +39,7 @@ Status DeriveJobKeys(const PairKeys& pair, ConstByteSpan job_salt, uint64_t job_
     mbedtls_platform_zeroize(okm, sizeof(okm));
     return Status::Internal();
   }
-  out->Wipe();
-  out->low_id = pair.low_id;
-  out->high_id = pair.high_id;
-  std::memcpy(out->low_to_high, okm, kSealKeyBytes);
-  std::memcpy(out->high_to_low, okm + kSealKeyBytes, kSealKeyBytes);
-  out->valid = true;
+  out->Assign(pair.low_id, pair.high_id, okm);
   mbedtls_platform_zeroize(okm, sizeof(okm));
   return Status::Ok();
 }

@@ -103,14 +103,18 @@ Status DerivePairKeys(const tls::TlsCredentials& own, const PeerPublicKey& peer,
     mbedtls_platform_zeroize(okm, sizeof(okm));
     return Status::Internal();
   }
-  out->Wipe();
-  out->low_id = low;
-  out->high_id = high;
-  std::memcpy(out->low_to_high, okm, kSealKeyBytes);
-  std::memcpy(out->high_to_low, okm + kSealKeyBytes, kSealKeyBytes);
-  out->valid = true;
+  out->Assign(low, high, okm);
   mbedtls_platform_zeroize(okm, sizeof(okm));
   return Status::Ok();
+}
+
+void PairKeys::Assign(uint32_t low, uint32_t high, const uint8_t (&okm)[2 * kSealKeyBytes]) {
+  Wipe();
+  low_id = low;
+  high_id = high;
+  std::memcpy(low_to_high, okm, kSealKeyBytes);
+  std::memcpy(high_to_low, okm + kSealKeyBytes, kSealKeyBytes);
+  valid = true;
 }
 
 }  // namespace nodefl::seal

@@ -43,6 +43,9 @@ struct PairKeys {
 
   // Zeroes the keys and marks the pair invalid.
   void Wipe();
+  // Takes both direction keys from 64 bytes of HKDF output (low->high
+  // first) and marks the keys valid.
+  void Assign(uint32_t low, uint32_t high, const uint8_t (&okm)[2 * kSealKeyBytes]);
 
   uint32_t low_id = 0;   // min(own id, peer id)
   uint32_t high_id = 0;  // max(own id, peer id)
