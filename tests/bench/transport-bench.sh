@@ -44,7 +44,7 @@ done
 if [[ $build == 1 ]]; then
   bash toolchains/install-deps.sh host
   cmake -S . -B build/host -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-  cmake --build build/host -j "${NODEFL_JOBS:-2}" --target nodefl-server nodefl-emulate nodefl-ca
+  cmake --build build/host -j "${NODEFL_JOBS:-2}" --target nodefl-server nodefl-emulate nodefl-ca >/dev/null
 fi
 bin=build/host/server
 out=build/bench
@@ -77,8 +77,8 @@ PY
   pki=$out/pki-$n
   if [[ ! -f $pki/devices/devices.bundle ]]; then
     rm -rf "$pki"
-    $bin/ca/nodefl-ca init --dir "$pki" >/dev/null
-    $bin/ca/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null
+    $bin/ca/nodefl-ca init --dir "$pki" >/dev/null 2>&1
+    $bin/ca/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null 2>&1
     $bin/ca/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null 2>&1
   fi
   port=$((port + 1))
@@ -103,7 +103,7 @@ PY
   finished=$(grep 'event=job_finished' "$log")
   sent=$(sed -n 's/.* sent=\([0-9]*\).*/\1/p' <<<"$finished")
   seconds=$(sed -n 's/.*seconds_send=\([0-9.e+-]*\).*/\1/p' <<<"$finished")
-  verified=$(sed -n 's/.*verified=\([a-z]*\).*/\1/p' <<<"$finished")
+  verified=$(sed -n 's/.* verified=\([a-z]*\).*/\1/p' <<<"$finished")
   rss0=$(sed -n 's/.*event=listening.* rss_kib=\([0-9]*\).*/\1/p' "$log")
   rss1=$(sed -n 's/.*event=job_started.* rss_kib=\([0-9]*\).*/\1/p' "$log")
   python3 - "$n" "$edges" "$rate" "$sent" "$seconds" "$payload" "$rss0" "$rss1" "$verified" "$status" <<'PY'

@@ -433,10 +433,10 @@ asio::awaitable<bool> Connection::HandleRelaySend() {
   if (send.dst == device_id_) {
     co_return Refuse(StatusCode::kInvalidArgument, "relay to itself", in_->seq, "relay_refused");
   }
-  // Backpressure: while the destination's queue is full this sender is not
-  // read from (its TCP window fills instead of server memory). It waits as
-  // long as the destination keeps draining; it is refused only when the
-  // destination made no progress for relay_backpressure_wait_ms (a stuck
+  // Backpressure: while the destination's queue (or the relay's memory) is
+  // full this sender is not read from (its TCP window fills instead of
+  // server memory). It waits as long as deliveries keep draining; it is
+  // refused only after relay_backpressure_wait_ms without progress (a stuck
   // receiver must not hold senders forever, a busy hub must not fail them).
   const auto patience = std::chrono::milliseconds(ctx_.config.relay_backpressure_wait_ms);
   auto give_up = Clock::now() + patience;
@@ -452,9 +452,19 @@ asio::awaitable<bool> Connection::HandleRelaySend() {
       ctx_.counters.relay_bytes.fetch_add(send.sealed.size, std::memory_order_relaxed);
       co_return true;
     }
-    if (r.result == RelayResult::kRefusedQueueFull && state_ == State::kRunning) {
-      if (const auto q = ctx_.relay->QueueSnapshot(send.dst); q && q->highest_delivered != drained) {
-        drained = q->highest_delivered;
+    const bool destination_full = r.result == RelayResult::kRefusedQueueFull;
+    const bool relay_full = r.result == RelayResult::kRefusedRelayMemoryFull;
+    if ((destination_full || relay_full) && state_ == State::kRunning) {
+      // Progress is the destination draining (its queue is full), or any
+      // device draining (the relay's memory as a whole is full).
+      uint64_t progress = drained;
+      if (destination_full) {
+        if (const auto q = ctx_.relay->QueueSnapshot(send.dst)) progress = q->highest_delivered;
+      } else {
+        progress = ctx_.relay->Stats().acked;
+      }
+      if (progress != drained) {
+        drained = progress;
         give_up = Clock::now() + patience;
       }
       if (Clock::now() < give_up) {
