@@ -32,8 +32,7 @@ const EntropySource& HostEntropy() {
 }  // namespace
 
 EmulatedDevice::EmulatedDevice(asio::io_context& io, const FleetSetup& fleet, DeviceSetup setup)
-    : io_(io),
-      fleet_(fleet),
+    : fleet_(fleet),
       setup_(std::move(setup)),
       strand_(asio::make_strand(io)),
       wake_(strand_),

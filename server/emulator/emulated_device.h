@@ -39,7 +39,6 @@ using tcp = asio::ip::tcp;
 struct FleetStats {
   std::atomic<uint64_t> connecting{0};
   std::atomic<uint64_t> connected{0};       // handshake done, at some point
-  std::atomic<uint64_t> registered{0};
   std::atomic<uint64_t> reconnects{0};
   std::atomic<uint64_t> connect_failures{0};
   std::atomic<uint64_t> failed{0};          // gave up
@@ -117,7 +116,6 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   // Moves the role's counts into the fleet counters (after every step).
   void NoteProgress();
 
-  asio::io_context& io_;
   const FleetSetup& fleet_;
   DeviceSetup setup_;
   asio::strand<asio::io_context::executor_type> strand_;

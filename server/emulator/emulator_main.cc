@@ -306,7 +306,7 @@ int main(int argc, char** argv) {
                         rejected == 0;
   const uint64_t connected = stats.connected.load();
   std::printf(
-      "summary: devices %u, finished %llu, failed %llu, reconnects %llu\n"
+      "summary: devices %u, finished %llu, failed %llu, reconnects %llu, failed connection attempts %llu\n"
       "         sealed messages: expected %llu, sent %llu, received and verified %llu, duplicates %llu, "
       "rejected %llu\n"
       "         all connected after %.2f s (%.0f handshakes/s), mean handshake %.1f ms\n"
@@ -314,7 +314,7 @@ int main(int argc, char** argv) {
       "result: %s\n",
       n, static_cast<unsigned long long>(stats.finished.load()),
       static_cast<unsigned long long>(stats.failed.load()), static_cast<unsigned long long>(stats.reconnects.load()),
-      static_cast<unsigned long long>(expected), static_cast<unsigned long long>(sent),
+      static_cast<unsigned long long>(stats.connect_failures.load()), static_cast<unsigned long long>(expected), static_cast<unsigned long long>(sent),
       static_cast<unsigned long long>(received), static_cast<unsigned long long>(duplicates),
       static_cast<unsigned long long>(rejected), all_connected_s,
       all_connected_s > 0 ? n / all_connected_s : 0.0,

@@ -259,7 +259,7 @@ asio::awaitable<void> Connection::Run() {
                                   {"peer", remote_},
                                   {"reason", end_reason},
                                   {"frames_in", frames_in_},
-                                  {"frames_out", frames_out_},
+                                  {"writes_out", writes_out_},
                                   {"bytes_in", tls_.bytes_in()},
                                   {"bytes_out", tls_.bytes_out()}});
   Detach();
@@ -309,7 +309,7 @@ asio::awaitable<void> Connection::Writer() {
     }
     const Status written = co_await tls_.Write(ConstByteSpan(batch));
     if (!written.ok()) break;
-    ++frames_out_;
+    ++writes_out_;
     ctx_.registry->RecordOutbound(device_id_, batch.size());
   }
   if (state_ != State::kClosed) {

@@ -57,7 +57,7 @@ asio::awaitable<void> JobRunner::Loop() {
 void JobRunner::OnJobReport(uint32_t device, uint64_t job_id, uint32_t round,
                             const nodefl_wire_JobReport& report) {
   asio::post(strand_, [this, device, job_id, round, report] {
-    if (!job_ || job_->finished() || job_id != next_job_id_ - 1) {
+    if (!job_ || job_->finished() || job_id != current_job_id_) {
       ctx_.log->Warn("job_report_ignored", {{"device", device}, {"job", job_id}, {"round", round}});
       return;
     }
@@ -74,7 +74,7 @@ void JobRunner::Tick() {
         FinishJob();
       } else if (Clock::now() - last_progress_ >= kProgressEvery) {
         last_progress_ = Clock::now();
-        ctx_.log->Info("job_progress", {{"job", job_->summary().participants ? next_job_id_ - 1 : 0},
+        ctx_.log->Info("job_progress", {{"job", current_job_id_},
                                         {"state", job_->ProgressLine()},
                                         {"relay_sent", ctx_.counters.relay_sent.load()},
                                         {"relay_delivered", ctx_.counters.relay_delivered.load()}});
@@ -101,7 +101,7 @@ void JobRunner::Tick() {
 
 void JobRunner::StartJob(std::vector<uint32_t> participants) {
   started_ = true;
-  const uint64_t job_id = next_job_id_++;
+  const uint64_t job_id = current_job_id_ = next_job_id_++;
   // A fresh public salt per job makes the devices' job keys unique (see
   // sdk/seal/public/nodefl/seal/job_keys.h). It needs to be unpredictable
   // only in the sense of never repeating; std::random_device reads the OS.
@@ -131,19 +131,19 @@ void JobRunner::Dispatch(const jobs::NeighbourEchoJob::StartRound& start) {
   // Devices get a slightly shorter deadline than the server enforces, so
   // their final reports arrive before the server gives up on them.
   const uint32_t device_deadline = start.deadline_ms - start.deadline_ms / 10;
-  ctx_.log->Info("job_round", {{"job", next_job_id_ - 1}, {"round", start.round}, {"devices", start.devices.size()}});
+  ctx_.log->Info("job_round", {{"job", current_job_id_}, {"round", start.round}, {"devices", start.devices.size()}});
   for (uint32_t device : start.devices) {
     auto target = ctx_.registry->CurrentTarget(device);
     if (!target) continue;  // offline: it will miss the round's deadline
     std::static_pointer_cast<Connection>(target)->SendJobStart(
-        next_job_id_ - 1, start.round, nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO, device_deadline,
+        current_job_id_, start.round, nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO, device_deadline,
         start.round == 1 ? salt_ : std::vector<uint8_t>{});
   }
 }
 
 void JobRunner::FinishJob() {
   const jobs::EchoSummary& s = job_->summary();
-  ctx_.log->Info("job_finished", {{"job", next_job_id_ - 1},
+  ctx_.log->Info("job_finished", {{"job", current_job_id_},
                                   {"verified", s.verified()},
                                   {"participants", s.participants},
                                   {"keys_ready", s.keys_ready},

@@ -105,7 +105,7 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   std::unique_ptr<nodefl_wire_Envelope> in_;
   std::unique_ptr<nodefl_wire_Envelope> out_;
   uint64_t frames_in_ = 0;
-  uint64_t frames_out_ = 0;
+  uint64_t writes_out_ = 0;
 };
 
 }  // namespace nodefl::server::net

@@ -61,6 +61,7 @@ class JobRunner final : public JobSink {
   Clock::time_point last_progress_{};
   std::optional<jobs::NeighbourEchoJob> job_;
   uint64_t next_job_id_ = 1;
+  uint64_t current_job_id_ = 0;  // 0 until the first job starts
   uint32_t jobs_finished_ = 0;
   std::vector<uint8_t> salt_;
 };
