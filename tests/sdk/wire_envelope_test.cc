@@ -244,6 +244,9 @@ TEST(WireEnvelopeTest, BodyNamesAndDirections) {
   EXPECT_FALSE(MaySend(Peer::kDevice, nodefl_wire_Envelope_relay_deliver_tag));
   EXPECT_TRUE(MaySend(Peer::kDevice, nodefl_wire_Envelope_error_tag));
   EXPECT_TRUE(MaySend(Peer::kServer, nodefl_wire_Envelope_error_tag));
+  // Chunked transfers go both ways: public artefacts down, job uploads up.
+  EXPECT_TRUE(MaySend(Peer::kDevice, nodefl_wire_Envelope_chunk_tag));
+  EXPECT_TRUE(MaySend(Peer::kServer, nodefl_wire_Envelope_chunk_header_tag));
   EXPECT_FALSE(MaySend(Peer::kDevice, 99));
 }
 
@@ -313,6 +316,7 @@ TEST(WireEnvelopeTest, UnknownJobKindsSurviveDecodingAsNumbers) {
   EXPECT_EQ(EnumValue(env.body.job_start.kind), 77u);
   EXPECT_FALSE(IsKnownJobKind(EnumValue(env.body.job_start.kind)));
   EXPECT_TRUE(IsKnownJobKind(nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO));
+  EXPECT_TRUE(IsKnownJobKind(nodefl_wire_JobKind_JOB_KIND_FEDWALK_HCT));
   EXPECT_FALSE(IsKnownJobKind(nodefl_wire_JobKind_JOB_KIND_UNSPECIFIED));
 }
 

@@ -1,0 +1,89 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/fedwalk/hct_format.h"
+
+#include <cmath>
+
+#include "nodefl/core/little_endian.h"
+
+namespace nodefl::fedwalk {
+
+Status CheckHctParameters(const HctParameters& p) {
+  const bool mode_ok = p.mode == PrivacyMode::kStrict || p.mode == PrivacyMode::kPaper;
+  auto eps_ok = [](double e) { return std::isfinite(e) && e > 0; };
+  if (!mode_ok || p.bins < 1 || p.bins > kMaxBins || p.buckets < kMinBuckets || p.buckets > kMaxBuckets ||
+      p.vertex_count < 1 || p.vertex_count >= kAbsentVertex || !eps_ok(p.epsilon_bins) ||
+      !eps_ok(p.epsilon_upload) || !eps_ok(p.epsilon_walk) || p.codebook_k < 1 ||
+      p.codebook_k > kMaxCodebookK) {
+    return Status::InvalidArgument();
+  }
+  return Status::Ok();
+}
+
+Status EncodeHctParameters(const HctParameters& p, ByteSpan out) {
+  if (out.size() < kHctParametersBytes) return Status::InvalidArgument();
+  NODEFL_TRY(CheckHctParameters(p));
+  uint8_t* o = out.data();
+  o[0] = kHctParametersVersion;
+  o[1] = static_cast<uint8_t>(p.mode);
+  o[2] = p.bins;
+  o[3] = p.buckets;
+  StoreU32Le(p.vertex_count, o + 4);
+  StoreF64Le(p.epsilon_bins, o + 8);
+  StoreF64Le(p.epsilon_upload, o + 16);
+  StoreF64Le(p.epsilon_walk, o + 24);
+  StoreU16Le(p.codebook_k, o + 32);
+  StoreU16Le(0, o + 34);
+  return Status::Ok();
+}
+
+Result<HctParameters> DecodeHctParameters(ConstByteSpan bytes) {
+  if (bytes.size() != kHctParametersBytes) return Status::InvalidArgument();
+  const uint8_t* in = bytes.data();
+  if (in[0] != kHctParametersVersion || in[1] > 1) return Status::InvalidArgument();
+  HctParameters p;
+  p.mode = static_cast<PrivacyMode>(in[1]);
+  p.bins = in[2];
+  p.buckets = in[3];
+  p.vertex_count = LoadU32Le(in + 4);
+  p.epsilon_bins = LoadF64Le(in + 8);
+  p.epsilon_upload = LoadF64Le(in + 16);
+  p.epsilon_walk = LoadF64Le(in + 24);
+  p.codebook_k = LoadU16Le(in + 32);
+  NODEFL_TRY(CheckHctParameters(p));
+  return p;
+}
+
+uint32_t HistogramBucket(double value, uint32_t buckets) {
+  if (!(value >= 1.0)) return 0;  // also NaN
+  // frexp: value = m * 2^e with m in [0.5, 1), so 2^(e-1) <= value < 2^e
+  // and the bucket is e.
+  int e = 0;
+  (void)std::frexp(value, &e);
+  const uint32_t b = static_cast<uint32_t>(e);
+  return b < buckets ? b : buckets - 1;
+}
+
+double HistogramEmd(const int32_t* a, const int32_t* b, uint32_t bins, uint32_t buckets) {
+  double total = 0;
+  for (uint32_t i = 0; i < bins; ++i) {
+    int64_t cumulative = 0;
+    for (uint32_t j = 0; j < buckets; ++j) {
+      cumulative += int64_t{a[i * buckets + j]} - int64_t{b[i * buckets + j]};
+      total += static_cast<double>(cumulative < 0 ? -cumulative : cumulative);
+    }
+  }
+  return total;
+}
+
+Result<uint32_t> SampleCodebookRow(Span<const CodebookEntry> row, Drbg& rng) {
+  if (row.empty()) return Status::FailedPrecondition();
+  const uint64_t i = rng.UniformBelow(row.size());
+  const uint32_t coin = rng.NextU32() >> 1;  // uniform in [0, 2^31)
+  NODEFL_TRY(rng.status());
+  const CodebookEntry& e = row[static_cast<size_t>(i)];
+  if (coin < e.accept_q31) return e.vertex;
+  if (e.alias >= row.size()) return Status::DataLoss();
+  return row[e.alias].vertex;
+}
+
+}  // namespace nodefl::fedwalk
