@@ -76,7 +76,27 @@ Status EmulatedDevice::Init() {
   role_ = std::make_unique<roles::NeighbourEchoRole>(setup_.id, Span<roles::EchoPeer>(peers_), credentials_,
                                                      &tls::DrbgRandom, &drbg_);
   NODEFL_TRY(role_->Init());
-  return session_->AddRole(*role_);
+  NODEFL_TRY(session_->AddRole(*role_));
+
+  const uint8_t noise_personal[5] = {'n', personal[0], personal[1], personal[2], personal[3]};
+  NODEFL_TRY(noise_drbg_.SeedFromEntropy(HostEntropy(), ConstByteSpan(noise_personal)));
+  ledger_entries_.resize(8);
+  ledger_ = std::make_unique<PrivacyLedger>(Span<LedgerEntry>(ledger_entries_));
+  hct_neighbours_.resize(setup_.neighbours.size());
+  for (size_t i = 0; i < hct_neighbours_.size(); ++i) hct_neighbours_[i].id = setup_.neighbours[i];
+  codebook_pool_.resize(setup_.neighbours.size() * size_t{fleet_.codebook_entries_per_neighbour});
+  if (fleet_.keep_tree_and_bin_plan && fleet_.vertex_count > 0) {
+    tree_storage_.resize(static_cast<size_t>(fedwalk::TreeArtefactBytes(fleet_.vertex_count)));
+    bin_plan_storage_.resize(fleet_.vertex_count);
+  }
+  fedwalk::HctStorage storage;
+  storage.neighbours = Span<fedwalk::HctNeighbour>(hct_neighbours_);
+  storage.codebook_pool = Span<fedwalk::CodebookEntry>(codebook_pool_);
+  storage.tree = ByteSpan(tree_storage_);
+  storage.bin_plan = ByteSpan(bin_plan_storage_);
+  hct_role_ = std::make_unique<fedwalk::FedWalkHctRole>(setup_.id, storage, noise_drbg_, *ledger_);
+  NODEFL_TRY(hct_role_->Init());
+  return session_->AddRole(*hct_role_);
 }
 
 void EmulatedDevice::Start() {
@@ -174,7 +194,7 @@ asio::awaitable<void> EmulatedDevice::Run() {
       // A finished device may be sent away (the server ends after its job);
       // otherwise the server refused us or the protocol broke, and retrying
       // would not help.
-      if (!role_->finished()) Fail(std::string("session closed: ") + session_->last_error());
+      if (!finished()) Fail(std::string("session closed: ") + session_->last_error());
       break;
     }
   }
@@ -281,7 +301,17 @@ void EmulatedDevice::NoteProgress() {
   fleet_.stats->duplicates.fetch_add(s.duplicates - reported_.duplicates);
   fleet_.stats->rejected.fetch_add(s.rejected - reported_.rejected);
   reported_ = s;
-  if (role_->finished() && !counted_finished_) {
+  const auto& h = hct_role_->stats();
+  if (h.reports > hct_reported_rounds_) {
+    fleet_.stats->hct_rounds_reported.fetch_add(h.reports - hct_reported_rounds_);
+    hct_reported_rounds_ = h.reports;
+  }
+  if (h.failures > hct_reported_failures_) {
+    fleet_.stats->hct_failures.fetch_add(h.failures - hct_reported_failures_);
+    hct_reported_failures_ = h.failures;
+  }
+  if (finished() && !counted_finished_) {
+    if (hct_role_->finished()) fleet_.stats->hct_codebook_rows.fetch_add(h.codebook_rows_kept);
     counted_finished_ = true;
     fleet_.stats->finished.fetch_add(1);
   }

@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "nodefl/device/device_session.h"
+#include "nodefl/fedwalk/hct_role.h"
+#include "nodefl/privacy/ledger.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/roles/neighbour_echo.h"
 #include "nodefl/server/net/tls_socket.h"
@@ -48,6 +50,10 @@ struct FleetStats {
   std::atomic<uint64_t> duplicates{0};
   std::atomic<uint64_t> rejected{0};
   std::atomic<uint64_t> handshake_us_total{0};
+  // FedWalk HCT.
+  std::atomic<uint64_t> hct_rounds_reported{0};
+  std::atomic<uint64_t> hct_codebook_rows{0};
+  std::atomic<uint64_t> hct_failures{0};
 };
 
 // Limits how many devices connect and handshake at the same time, so that
@@ -85,6 +91,13 @@ struct FleetSetup {
   // Timers only: heartbeats, deadlines. Progress is driven by traffic (a
   // poll after every read and every completed write).
   std::chrono::milliseconds poll_interval{1000};
+  // FedWalk HCT storage per device: codebook entries per neighbour (the
+  // job's K must not exceed it for every row to fit), and whether to keep
+  // the published tree and the whole bin plan (memory: ~13 bytes per vertex
+  // per device).
+  uint32_t codebook_entries_per_neighbour = 32;
+  bool keep_tree_and_bin_plan = false;
+  uint32_t vertex_count = 0;  // for sizing the kept tree and bin plan
 };
 
 class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
@@ -97,10 +110,14 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   void Start();
   void Stop();
 
-  bool finished() const { return role_ && role_->finished(); }
+  // A job this device took part in has finished on the device (the echo
+  // job's round 2, or the FedWalk HCT job's round 3).
+  bool finished() const { return (role_ && role_->finished()) || (hct_role_ && hct_role_->finished()); }
   bool failed() const { return failed_; }
   uint32_t id() const { return setup_.id; }
   const roles::NeighbourEchoRole::Stats* stats() const { return role_ ? &role_->stats() : nullptr; }
+  const fedwalk::FedWalkHctRole* hct_role() const { return hct_role_.get(); }
+  const PrivacyLedger* ledger() const { return ledger_.get(); }
   const char* last_error() const { return last_error_.c_str(); }
 
  private:
@@ -131,6 +148,18 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   std::unique_ptr<device::DeviceSession> session_;
   std::vector<roles::EchoPeer> peers_;
   std::unique_ptr<roles::NeighbourEchoRole> role_;
+  // FedWalk HCT: its own DRBG for noise (kept apart from TLS randomness),
+  // ledger and storage.
+  Drbg noise_drbg_;
+  std::vector<LedgerEntry> ledger_entries_;
+  std::unique_ptr<PrivacyLedger> ledger_;
+  std::vector<fedwalk::HctNeighbour> hct_neighbours_;
+  std::vector<fedwalk::CodebookEntry> codebook_pool_;
+  std::vector<uint8_t> tree_storage_;
+  std::vector<uint8_t> bin_plan_storage_;
+  std::unique_ptr<fedwalk::FedWalkHctRole> hct_role_;
+  uint32_t hct_reported_rounds_ = 0;
+  uint32_t hct_reported_failures_ = 0;
 
   bool connection_up_ = false;
   bool stopping_ = false;

@@ -44,6 +44,9 @@ struct Options {
   uint32_t connect_concurrency = 128;
   uint32_t timeout_s = 1800;
   uint32_t messages_per_edge = 1;
+  std::string job = "neighbour-echo";
+  uint32_t codebook_capacity = 32;
+  bool keep_tree = false;
 };
 
 void PrintHelp() {
@@ -52,7 +55,7 @@ void PrintHelp() {
       "\n"
       "Runs every node of a graph as a nodefl device with its own TLS connection to a\n"
       "running nodefl-server, all in this process, and takes part in the server's job\n"
-      "(today: neighbour-echo). Each device knows only its own neighbour list.\n"
+      "(neighbour-echo or fedwalk-hct). Each device knows only its own neighbour list.\n"
       "\n"
       "  --graph DIR              graph in the shared TSV layout (edges.tsv, ...)\n"
       "  --bundle FILE            devices.bundle written by `nodefl-ca devices`\n"
@@ -62,12 +65,20 @@ void PrintHelp() {
       "  --threads N              event-loop threads (default 2)\n"
       "  --connect-concurrency N  handshakes in flight at once (default 128)\n"
       "  --timeout S              give up after S seconds (default 1800)\n"
-      "  --messages-per-edge M    what the server's job_messages_per_edge is (default 1),\n"
-      "                           to check the total the devices report against the graph\n"
+      "  --job NAME               the job the server runs, to know what success means:\n"
+      "                           neighbour-echo (default) or fedwalk-hct\n"
+      "  --messages-per-edge M    neighbour-echo: the server's job_messages_per_edge\n"
+      "                           (default 1), to check the devices' totals against the graph\n"
+      "  --codebook-capacity K    fedwalk-hct: codebook entries each device can keep per\n"
+      "                           neighbour (default 32; the server's fedwalk_codebook_k\n"
+      "                           must not exceed it)\n"
+      "  --keep-tree              fedwalk-hct: every device also keeps the published tree\n"
+      "                           and the whole bin plan (~13 bytes per vertex per device)\n"
       "  --help                   this text\n"
       "\n"
-      "Exit status: 0 when every device finished its job with every expected message\n"
-      "received and verified exactly once, 1 otherwise, 2 for bad arguments.");
+      "Exit status: 0 when every device finished its job (neighbour-echo: with every\n"
+      "expected message received and verified exactly once; fedwalk-hct: all three\n"
+      "rounds without a failure), 1 otherwise, 2 for bad arguments.");
 }
 
 std::optional<uint64_t> ParseCount(const char* text, uint64_t max) {
@@ -85,6 +96,10 @@ std::optional<Options> Parse(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       PrintHelp();
       std::exit(0);
+    }
+    if (arg == "--keep-tree") {
+      o.keep_tree = true;
+      continue;
     }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "nodefl-emulate: %s needs a value (see --help)\n", arg.c_str());
@@ -128,6 +143,16 @@ std::optional<Options> Parse(int argc, char** argv) {
       auto n = count(100000);
       if (!n) return std::nullopt;
       o.connect_concurrency = static_cast<uint32_t>(*n);
+    } else if (arg == "--job") {
+      o.job = v;
+      if (o.job != "neighbour-echo" && o.job != "fedwalk-hct") {
+        std::fprintf(stderr, "nodefl-emulate: --job is neighbour-echo or fedwalk-hct, not '%s'\n", v);
+        return std::nullopt;
+      }
+    } else if (arg == "--codebook-capacity") {
+      const auto n = count(1024);
+      if (!n) return std::nullopt;
+      o.codebook_capacity = static_cast<uint32_t>(*n);
     } else if (arg == "--messages-per-edge") {
       auto n = count(1u << 20);
       if (!n) return std::nullopt;
@@ -210,6 +235,9 @@ int main(int argc, char** argv) {
   fleet.ca = &ca;
   fleet.stats = &stats;
   fleet.gate = &gate;
+  fleet.codebook_entries_per_neighbour = opt->codebook_capacity;
+  fleet.keep_tree_and_bin_plan = opt->keep_tree;
+  fleet.vertex_count = n;
 
   asio::io_context io;
   std::vector<std::shared_ptr<EmulatedDevice>> devices;
@@ -302,8 +330,29 @@ int main(int argc, char** argv) {
       if (shown++ < 5) std::fprintf(stderr, "device %u did not finish: %s\n", d->id(), d->last_error());
     }
   }
-  const bool verified = unfinished == 0 && sent == expected && received == expected && duplicates == 0 &&
-                        rejected == 0;
+  const bool hct = opt->job == "fedwalk-hct";
+  const bool verified = hct ? unfinished == 0 && stats.hct_failures.load() == 0
+                            : unfinished == 0 && sent == expected && received == expected && duplicates == 0 &&
+                                  rejected == 0;
+  if (hct) {
+    // The devices' own ledgers: what each device released in this job.
+    std::vector<double> eps;
+    uint64_t unbounded = 0, refused = 0;
+    for (auto& d : devices) {
+      if (d->ledger() != nullptr) eps.push_back(d->ledger()->total_epsilon());
+      if (d->hct_role() != nullptr && d->hct_role()->unbounded_release()) ++unbounded;
+      if (d->hct_role() != nullptr && d->hct_role()->refused()) ++refused;
+    }
+    std::sort(eps.begin(), eps.end());
+    std::printf("fedwalk-hct: rounds reported %llu, codebook rows kept %llu, failed rounds %llu, "
+                "over capacity %llu\n"
+                "privacy ledger (devices): epsilon max %.4f, median %.4f; devices with an unbounded release %llu\n",
+                static_cast<unsigned long long>(stats.hct_rounds_reported.load()),
+                static_cast<unsigned long long>(stats.hct_codebook_rows.load()),
+                static_cast<unsigned long long>(stats.hct_failures.load()), static_cast<unsigned long long>(refused),
+                eps.empty() ? 0.0 : eps.back(), eps.empty() ? 0.0 : eps[eps.size() / 2],
+                static_cast<unsigned long long>(unbounded));
+  }
   const uint64_t connected = stats.connected.load();
   std::printf(
       "summary: devices %u, finished %llu, failed %llu, reconnects %llu, failed connection attempts %llu\n"
@@ -320,6 +369,8 @@ int main(int argc, char** argv) {
       all_connected_s > 0 ? n / all_connected_s : 0.0,
       connected ? stats.handshake_us_total.load() / 1000.0 / connected : 0.0, elapsed(), nodefl::server::net::PeakRssKiB() / 1024.0,
       n ? double(nodefl::server::net::PeakRssKiB()) / n : 0.0,
-      verified ? "VERIFIED: every message arrived intact exactly once" : "NOT VERIFIED");
+      verified ? (hct ? "VERIFIED: every device completed the FedWalk HCT job"
+                      : "VERIFIED: every message arrived intact exactly once")
+               : "NOT VERIFIED");
   return verified ? 0 : 1;
 }

@@ -156,8 +156,8 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
     return fail("credentials_dir", "required (folder of device-<id>.crt files)");
   }
   if (c.max_devices == 0) return fail("max_devices", "must be at least 1");
-  if (c.job != "none" && c.job != "neighbour-echo") {
-    return fail("job", "'" + c.job + "' is not a known job (none, neighbour-echo)");
+  if (c.job != "none" && c.job != "neighbour-echo" && c.job != "fedwalk-hct") {
+    return fail("job", "'" + c.job + "' is not a known job (none, neighbour-echo, fedwalk-hct)");
   }
   if (c.job_round_deadline_ms == 0) return fail("job_round_deadline_ms", "must be at least 1");
   if (c.job_messages_per_edge == 0 || c.job_messages_per_edge > (1u << 20)) {
@@ -165,6 +165,27 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
   }
   if (c.job_payload_bytes < 56 || c.job_payload_bytes > 4072) {
     return fail("job_payload_bytes", std::to_string(c.job_payload_bytes) + " is outside 56..4072");
+  }
+  if (c.max_upload_bytes == 0) return fail("max_upload_bytes", "must be at least 1");
+  if (c.fedwalk_mode != "strict" && c.fedwalk_mode != "paper") {
+    return fail("fedwalk_mode", "'" + c.fedwalk_mode + "' is not strict or paper");
+  }
+  if (c.fedwalk_bins > 16) return fail("fedwalk_bins", std::to_string(c.fedwalk_bins) + " is above 16");
+  if (c.fedwalk_buckets < 2 || c.fedwalk_buckets > 24) {
+    return fail("fedwalk_buckets", std::to_string(c.fedwalk_buckets) + " is outside 2..24");
+  }
+  for (const auto& [key, value] : {std::pair{"fedwalk_epsilon_bins", c.fedwalk_epsilon_bins},
+                                   std::pair{"fedwalk_epsilon_upload", c.fedwalk_epsilon_upload},
+                                   std::pair{"fedwalk_epsilon_walk", c.fedwalk_epsilon_walk}}) {
+    // Discrete Laplace needs a representable scale; 1e-3..1e3 is far wider
+    // than any meaningful privacy budget.
+    if (!(value >= 1e-3 && value <= 1e3)) return fail(key, "must be a number in 0.001..1000");
+  }
+  if (c.fedwalk_codebook_k == 0 || c.fedwalk_codebook_k > 1024) {
+    return fail("fedwalk_codebook_k", "must be 1..1024");
+  }
+  if (c.fedwalk_linkage != "average" && c.fedwalk_linkage != "complete" && c.fedwalk_linkage != "single") {
+    return fail("fedwalk_linkage", "'" + c.fedwalk_linkage + "' is not average, complete or single");
   }
   if (c.idle_timeout_ms == 0) return fail("idle_timeout_ms", "must be at least 1");
   if (c.heartbeat_interval_ms == 0) return fail("heartbeat_interval_ms", "must be at least 1");

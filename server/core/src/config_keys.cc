@@ -37,7 +37,7 @@ constexpr std::array kKeys = {
     KeySpec{"relay_memory_bytes", &C::relay_memory_bytes, "relay bytes held for all devices together"},
     KeySpec{"relay_backpressure_wait_ms", &C::relay_backpressure_wait_ms,
             "a sender waiting for queue space is refused after the destination made no progress this long"},
-    KeySpec{"job", &C::job, "job to run: none or neighbour-echo"},
+    KeySpec{"job", &C::job, "job to run: none, neighbour-echo or fedwalk-hct"},
     KeySpec{"job_quorum", &C::job_quorum,
             "devices online before the job starts (0 = every device with credentials)"},
     KeySpec{"job_wait_ms", &C::job_wait_ms,
@@ -50,6 +50,19 @@ constexpr std::array kKeys = {
             "neighbour-echo: sealed messages each device sends to each neighbour"},
     KeySpec{"job_payload_bytes", &C::job_payload_bytes,
             "neighbour-echo: plaintext bytes per message (56..4072)"},
+    KeySpec{"max_upload_bytes", &C::max_upload_bytes, "largest job upload a device may send"},
+    KeySpec{"output_dir", &C::output_dir, "folder for job outputs (tree, codebook, summary); empty = none"},
+    KeySpec{"compute_threads", &C::compute_threads, "threads for job math (0 = one per hardware thread)"},
+    KeySpec{"fedwalk_mode", &C::fedwalk_mode,
+            "fedwalk-hct privacy mode: strict (edge-DP uploads) or paper (the paper's exact M_v)"},
+    KeySpec{"fedwalk_bins", &C::fedwalk_bins, "fedwalk-hct bins k (0 = floor(ln |V|), at most 16)"},
+    KeySpec{"fedwalk_buckets", &C::fedwalk_buckets, "fedwalk-hct strict histogram buckets per bin (2..24)"},
+    KeySpec{"fedwalk_epsilon_bins", &C::fedwalk_epsilon_bins, "fedwalk-hct epsilon of each degree vector"},
+    KeySpec{"fedwalk_epsilon_upload", &C::fedwalk_epsilon_upload,
+            "fedwalk-hct epsilon of each strict-mode histogram"},
+    KeySpec{"fedwalk_epsilon_walk", &C::fedwalk_epsilon_walk, "fedwalk-hct epsilon of the Eq. 12 codebook"},
+    KeySpec{"fedwalk_codebook_k", &C::fedwalk_codebook_k, "fedwalk-hct codebook entries kept per vertex"},
+    KeySpec{"fedwalk_linkage", &C::fedwalk_linkage, "fedwalk-hct HCT linkage: average, complete or single"},
     KeySpec{"threads", &C::threads, "I/O threads, by default one per hardware thread"},
     KeySpec{"log_level", &C::log_level, "debug, info, warn or error"},
     KeySpec{"log_format", &C::log_format, "logfmt or json"},
@@ -69,6 +82,16 @@ std::string ParseUnsigned(std::string_view text, T* out) {
            std::to_string(std::numeric_limits<T>::max()) + ")";
   }
   *out = static_cast<T>(value);
+  return {};
+}
+
+std::string ParseDouble(std::string_view text, double* out) {
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
+    return "'" + std::string(text) + "' is not a number";
+  }
+  *out = value;
   return {};
 }
 
@@ -97,6 +120,8 @@ std::string ParseInto(const KeySpec& key, std::string_view text, ServerConfig& c
         } else if constexpr (std::is_same_v<T, LogFormat>) {
           if (ParseLogFormat(text, &field)) return {};
           return "'" + std::string(text) + "' is not one of logfmt, json";
+        } else if constexpr (std::is_same_v<T, double>) {
+          return ParseDouble(text, &field);
         } else {
           return ParseUnsigned(text, &field);
         }
@@ -115,6 +140,10 @@ std::string FormatValue(const KeySpec& key, const ServerConfig& config) {
           return std::string(LogLevelName(field));
         } else if constexpr (std::is_same_v<T, LogFormat>) {
           return std::string(LogFormatName(field));
+        } else if constexpr (std::is_same_v<T, double>) {
+          char buffer[32];
+          const auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof(buffer), field);
+          return ec == std::errc() ? std::string(buffer, ptr) : std::string("nan");
         } else {
           return std::to_string(field);
         }

@@ -15,7 +15,7 @@
 namespace nodefl::server::config_internal {
 
 using FieldRef = std::variant<std::string ServerConfig::*, uint16_t ServerConfig::*,
-                              uint32_t ServerConfig::*, uint64_t ServerConfig::*,
+                              uint32_t ServerConfig::*, uint64_t ServerConfig::*, double ServerConfig::*,
                               LogLevel ServerConfig::*, LogFormat ServerConfig::*>;
 
 struct KeySpec {

@@ -83,18 +83,86 @@ void Connection::RequestClose(CloseReason reason) {
   });
 }
 
-void Connection::SendJobStart(uint64_t job_id, uint32_t round, nodefl_wire_JobKind kind,
-                              uint32_t deadline_ms, std::vector<uint8_t> parameters) {
+void Connection::SendJobRound(uint64_t job_id, uint32_t round, nodefl_wire_JobKind kind,
+                              uint32_t deadline_ms, std::vector<uint8_t> parameters,
+                              std::vector<StreamedArtefact> artefacts) {
   asio::post(strand_, [self = shared_from_this(), job_id, round, kind, deadline_ms,
-                       parameters = std::move(parameters)] {
+                       parameters = std::move(parameters), artefacts = std::move(artefacts)]() mutable {
     if (self->state_ != State::kRunning) return;
-    nodefl_wire_Envelope& e = *self->out_;
-    wire::InitEnvelope(&e, nodefl_wire_Envelope_job_start_tag, 0, job_id, round);
-    e.body.job_start.kind = kind;
-    e.body.job_start.deadline_ms = deadline_ms;
-    if (!wire::SetBytes(&e.body.job_start.parameters, ConstByteSpan(parameters)).ok()) return;
-    self->QueueControl(e);
+    JobStreamItem start;
+    start.is_start = true;
+    start.kind = kind;
+    start.deadline_ms = deadline_ms;
+    start.parameters = std::move(parameters);
+    start.job_id = job_id;
+    start.round = round;
+    self->job_stream_.push_back(std::move(start));
+    for (StreamedArtefact& a : artefacts) {
+      JobStreamItem item;
+      item.artefact = std::move(a);
+      item.job_id = job_id;
+      item.round = round;
+      item.transfer_id = self->next_transfer_id_++;
+      self->job_stream_.push_back(std::move(item));
+    }
+    self->Wake();
   });
+}
+
+void Connection::TakeJobStream(std::vector<uint8_t>& batch, size_t limit) {
+  // Frames are encoded here, not when queued, because sequence numbers
+  // follow the order frames are written in.
+  nodefl_wire_Envelope& e = *out_;
+  std::vector<uint8_t>& frame = job_frame_;
+  frame.resize(wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes);
+  while (!job_stream_.empty() && batch.size() < limit) {
+    JobStreamItem& item = job_stream_.front();
+    bool done = false;
+    if (item.is_start) {
+      wire::InitEnvelope(&e, nodefl_wire_Envelope_job_start_tag, next_out_seq_, item.job_id, item.round);
+      e.body.job_start.kind = item.kind;
+      e.body.job_start.deadline_ms = item.deadline_ms;
+      if (!wire::SetBytes(&e.body.job_start.parameters, ConstByteSpan(item.parameters)).ok()) {
+        ctx_.log->Error("job_parameters_too_large", {{"conn", id_}, {"device", device_id_}});
+        job_stream_.pop_front();
+        continue;
+      }
+      done = true;
+    } else {
+      const std::vector<uint8_t>& bytes = *item.artefact.bytes;
+      const uint64_t chunks = wire::ChunkCount(bytes.size(), wire::kMaxChunkDataBytes);
+      if (item.next_chunk < 0) {
+        wire::InitEnvelope(&e, nodefl_wire_Envelope_chunk_header_tag, next_out_seq_, item.job_id, item.round);
+        nodefl_wire_ChunkHeader& h = e.body.chunk_header;
+        h.transfer_id = item.transfer_id;
+        h.artefact = item.artefact.kind;
+        h.total_bytes = bytes.size();
+        h.chunk_count = static_cast<uint32_t>(chunks);
+        (void)wire::SetBytes(&h.sha256, ConstByteSpan(item.artefact.sha256.data(), item.artefact.sha256.size()));
+        item.next_chunk = 0;
+        done = chunks == 0;
+      } else {
+        const uint64_t offset = static_cast<uint64_t>(item.next_chunk) * wire::kMaxChunkDataBytes;
+        const size_t size = static_cast<size_t>(std::min<uint64_t>(wire::kMaxChunkDataBytes, bytes.size() - offset));
+        wire::InitEnvelope(&e, nodefl_wire_Envelope_chunk_tag, next_out_seq_, item.job_id, item.round);
+        e.body.chunk.transfer_id = item.transfer_id;
+        e.body.chunk.index = static_cast<uint32_t>(item.next_chunk);
+        (void)wire::SetBytes(&e.body.chunk.data, ConstByteSpan(bytes.data() + offset, size));
+        ++item.next_chunk;
+        done = static_cast<uint64_t>(item.next_chunk) == chunks;
+        ctx_.counters.artefact_bytes.fetch_add(size, std::memory_order_relaxed);
+      }
+    }
+    Result<size_t> n = wire::EncodeFrame(e, ByteSpan(frame));
+    if (!n.ok()) {
+      ctx_.log->Error("encode_failed", {{"conn", id_}, {"device", device_id_}, {"body", wire::BodyName(e.which_body)}});
+      job_stream_.pop_front();
+      continue;
+    }
+    ++next_out_seq_;
+    batch.insert(batch.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(*n));
+    if (done) job_stream_.pop_front();
+  }
 }
 
 bool Connection::QueueControl(nodefl_wire_Envelope& env) {
@@ -278,7 +346,8 @@ asio::awaitable<void> Connection::Writer() {
       batch.insert(batch.end(), control_.front().begin(), control_.front().end());
       control_.pop_front();
     }
-    if (state_ == State::kRunning && !close_after_flush_) {
+    if (state_ == State::kRunning && !close_after_flush_) TakeJobStream(batch, kWriteBatchBytes);
+    if (state_ == State::kRunning && !close_after_flush_ && batch.size() < kWriteBatchBytes) {
       taken.clear();
       ctx_.relay->Take(device_id_, generation_, kRelayTakeMessages, kWriteBatchBytes, &taken);
       for (const RelayMessage& m : taken) {
@@ -366,6 +435,10 @@ asio::awaitable<bool> Connection::HandleFrame(ConstByteSpan payload) {
     case nodefl_wire_Envelope_job_report_tag:
       if (ctx_.jobs != nullptr) ctx_.jobs->OnJobReport(device_id_, m.job_id, m.round, m.body.job_report);
       co_return true;
+    case nodefl_wire_Envelope_chunk_header_tag:
+      co_return HandleUploadHeader();
+    case nodefl_wire_Envelope_chunk_tag:
+      co_return HandleUploadChunk();
     case nodefl_wire_Envelope_goodbye_tag:
       ctx_.log->Info("goodbye", {{"conn", id_}, {"device", device_id_}, {"reason", m.body.goodbye.reason}});
       state_ = State::kClosing;
@@ -489,6 +562,61 @@ bool Connection::HandleRelayAck() {
   if (r.status == AckStatus::kBeyondDelivered) {
     return Refuse(StatusCode::kInvalidArgument, "ack beyond what was delivered", in_->seq, "bad_ack");
   }
+  return true;
+}
+
+namespace {
+Status AppendUpload(void* context, uint64_t offset, ConstByteSpan data) {
+  auto* bytes = static_cast<std::vector<uint8_t>*>(context);
+  if (offset != bytes->size()) return Status::DataLoss();
+  bytes->insert(bytes->end(), data.begin(), data.end());
+  return Status::Ok();
+}
+}  // namespace
+
+bool Connection::HandleUploadHeader() {
+  const nodefl_wire_Envelope& m = *in_;
+  if (m.job_id == 0) {
+    return Refuse(StatusCode::kInvalidArgument, "upload outside a job", m.seq, "bad_upload");
+  }
+  if (upload_ && upload_->receiving()) {
+    return Refuse(StatusCode::kFailedPrecondition, "upload announced while another is in progress", m.seq,
+                  "bad_upload");
+  }
+  upload_bytes_.clear();
+  upload_ = std::make_unique<wire::ChunkReceiver>(&AppendUpload, &upload_bytes_, ctx_.config.max_upload_bytes);
+  upload_job_id_ = m.job_id;
+  upload_round_ = m.round;
+  const Status s = upload_->OnHeader(m.body.chunk_header);
+  if (!s.ok()) {
+    return Refuse(s.code(),
+                  "upload refused: " + std::string(s.str()) + " (limit " +
+                      std::to_string(ctx_.config.max_upload_bytes) + " bytes)",
+                  m.seq, "bad_upload");
+  }
+  upload_bytes_.reserve(static_cast<size_t>(m.body.chunk_header.total_bytes));
+  return FinishUploadIfComplete();
+}
+
+bool Connection::HandleUploadChunk() {
+  const nodefl_wire_Envelope& m = *in_;
+  if (!upload_ || !upload_->receiving() || m.job_id != upload_job_id_) {
+    return Refuse(StatusCode::kFailedPrecondition, "chunk outside an announced upload", m.seq, "bad_upload");
+  }
+  const Status s = upload_->OnChunk(m.body.chunk);
+  if (!s.ok()) return Refuse(s.code(), "upload chunk refused: " + std::string(s.str()), m.seq, "bad_upload");
+  return FinishUploadIfComplete();
+}
+
+bool Connection::FinishUploadIfComplete() {
+  if (!upload_->complete()) return true;
+  ctx_.counters.upload_bytes.fetch_add(upload_bytes_.size(), std::memory_order_relaxed);
+  const uint32_t artefact = upload_->artefact();
+  upload_.reset();
+  if (ctx_.jobs != nullptr) {
+    ctx_.jobs->OnJobUpload(device_id_, upload_job_id_, upload_round_, artefact, std::move(upload_bytes_));
+  }
+  upload_bytes_ = {};
   return true;
 }
 

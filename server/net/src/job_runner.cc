@@ -7,7 +7,8 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <random>
+#include "nodefl/server/jobs/job_factory.h"
+#include "nodefl/wire/chunk.h"
 
 #include "nodefl/server/net/connection.h"
 #include "nodefl/server/net/process_limits.h"
@@ -19,7 +20,6 @@ namespace asio = boost::asio;
 namespace {
 constexpr auto kTick = std::chrono::milliseconds(200);
 constexpr auto kProgressEvery = std::chrono::seconds(2);
-constexpr size_t kSaltBytes = 16;
 }  // namespace
 
 JobRunner::JobRunner(asio::io_context& io, ServerContext& context, std::vector<uint32_t> known_devices,
@@ -66,6 +66,18 @@ void JobRunner::OnJobReport(uint32_t device, uint64_t job_id, uint32_t round,
   });
 }
 
+void JobRunner::OnJobUpload(uint32_t device, uint64_t job_id, uint32_t round, uint32_t artefact,
+                            std::vector<uint8_t> bytes) {
+  asio::post(strand_, [this, device, job_id, round, artefact, bytes = std::move(bytes)]() mutable {
+    if (!job_ || job_->finished() || job_id != current_job_id_) {
+      ctx_.log->Warn("job_upload_ignored", {{"device", device}, {"job", job_id}, {"round", round}});
+      return;
+    }
+    Dispatch(job_->OnUpload(device, round, artefact, std::move(bytes), NowMicros()));
+    if (job_->finished()) FinishJob();
+  });
+}
+
 void JobRunner::Tick() {
   if (job_) {
     if (!job_->finished()) {
@@ -102,66 +114,62 @@ void JobRunner::Tick() {
 void JobRunner::StartJob(std::vector<uint32_t> participants) {
   started_ = true;
   const uint64_t job_id = current_job_id_ = next_job_id_++;
-  // A fresh public salt per job makes the devices' job keys unique (see
-  // sdk/seal/public/nodefl/seal/job_keys.h). It needs to be unpredictable
-  // only in the sense of never repeating; std::random_device reads the OS.
-  std::random_device rd;
-  salt_.resize(kSaltBytes);
-  for (auto& b : salt_) b = static_cast<uint8_t>(rd());
-  // Then the load knobs (sdk/roles/public/nodefl/roles/neighbour_echo.h).
-  for (uint32_t v : {ctx_.config.job_messages_per_edge, ctx_.config.job_payload_bytes}) {
-    for (int i = 0; i < 4; ++i) salt_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  const size_t count = participants.size();
+  job_ = jobs::MakeJob(ctx_.config, job_id, std::move(participants));
+  if (!job_) {
+    ctx_.log->Error("job_unknown", {{"job", ctx_.config.job}});
+    return;
   }
-  jobs::NeighbourEchoJob::Options options;
-  options.job_id = job_id;
-  options.round1_deadline_ms = ctx_.config.job_round_deadline_ms;
-  options.round2_deadline_ms = ctx_.config.job_round_deadline_ms;
-  job_.emplace(options, std::move(participants));
   ctx_.log->Info("job_started", {{"job", job_id},
                                  {"kind", ctx_.config.job},
-                                 {"messages_per_edge", ctx_.config.job_messages_per_edge},
-                                 {"payload_bytes", ctx_.config.job_payload_bytes},
                                  {"rss_kib", CurrentRssKiB()},
-                                 {"participants", job_->summary().participants}});
+                                 {"participants", count}});
   Dispatch(job_->Begin(NowMicros()));
 }
 
-void JobRunner::Dispatch(const jobs::NeighbourEchoJob::StartRound& start) {
-  if (start.devices.empty()) return;
-  // Devices get a slightly shorter deadline than the server enforces, so
-  // their final reports arrive before the server gives up on them.
-  const uint32_t device_deadline = start.deadline_ms - start.deadline_ms / 10;
-  ctx_.log->Info("job_round", {{"job", current_job_id_}, {"round", start.round}, {"devices", start.devices.size()}});
-  for (uint32_t device : start.devices) {
-    auto target = ctx_.registry->CurrentTarget(device);
-    if (!target) continue;  // offline: it will miss the round's deadline
-    std::static_pointer_cast<Connection>(target)->SendJobStart(
-        current_job_id_, start.round, nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO, device_deadline,
-        start.round == 1 ? salt_ : std::vector<uint8_t>{});
+void JobRunner::Dispatch(std::vector<jobs::RoundStart> starts) {
+  for (jobs::RoundStart& start : starts) {
+    if (start.devices.empty()) continue;
+    // Devices get a slightly shorter deadline than the server enforces, so
+    // their final reports arrive before the server gives up on them.
+    const uint32_t device_deadline = start.deadline_ms - start.deadline_ms / 10;
+    // Artefacts are hashed once here, not once per connection.
+    std::vector<StreamedArtefact> artefacts;
+    uint64_t artefact_bytes = 0;
+    for (const jobs::Artefact& a : start.artefacts) {
+      StreamedArtefact s;
+      s.kind = a.kind;
+      s.bytes = a.bytes;
+      if (!wire::Sha256(ConstByteSpan(a.bytes->data(), a.bytes->size()), Span<uint8_t>(s.sha256.data(), 32)).ok()) {
+        ctx_.log->Error("artefact_hash_failed", {{"job", current_job_id_}, {"artefact", a.kind}});
+        continue;
+      }
+      artefact_bytes += a.bytes->size();
+      artefacts.push_back(std::move(s));
+    }
+    ctx_.log->Info("job_round", {{"job", current_job_id_},
+                                 {"round", start.round},
+                                 {"devices", start.devices.size()},
+                                 {"artefacts", artefacts.size()},
+                                 {"artefact_bytes_each", artefact_bytes}});
+    for (uint32_t device : start.devices) {
+      auto target = ctx_.registry->CurrentTarget(device);
+      if (!target) continue;  // offline: it will miss the round's deadline
+      std::static_pointer_cast<Connection>(target)->SendJobRound(current_job_id_, start.round, job_->kind(),
+                                                                 device_deadline, start.parameters, artefacts);
+    }
   }
 }
 
 void JobRunner::FinishJob() {
-  const jobs::EchoSummary& s = job_->summary();
-  ctx_.log->Info("job_finished", {{"job", current_job_id_},
-                                  {"verified", s.verified()},
-                                  {"participants", s.participants},
-                                  {"keys_ready", s.keys_ready},
-                                  {"reported", s.reported},
-                                  {"clean_devices", s.clean},
-                                  {"expected_messages", s.expected},
-                                  {"sent", s.sent},
-                                  {"received_verified", s.received},
-                                  {"duplicates", s.duplicates},
-                                  {"rejected", s.rejected},
-                                  {"missed_round1", s.missed_round1.size()},
-                                  {"missed_round2", s.missed_round2.size()},
-                                  {"unclean_devices", s.unclean.size()},
-                                  {"seconds_keys", s.seconds_round1},
-                                  {"seconds_send", s.seconds_round2},
-                                  {"protocol_errors", job_->protocol_errors()}});
+  job_->LogSummary(*ctx_.log, current_job_id_);
+  ctx_.log->Info("job_traffic", {{"job", current_job_id_},
+                                 {"artefact_bytes_sent", ctx_.counters.artefact_bytes.load()},
+                                 {"upload_bytes_received", ctx_.counters.upload_bytes.load()},
+                                 {"relay_sent", ctx_.counters.relay_sent.load()},
+                                 {"peak_rss_kib", PeakRssKiB()}});
   ++jobs_finished_;
-  if (on_finished_) on_finished_(s.verified());
+  if (on_finished_) on_finished_(job_->succeeded());
   if (ctx_.config.exit_after_jobs != 0 && jobs_finished_ >= ctx_.config.exit_after_jobs && on_all_done_) {
     on_all_done_();
   }

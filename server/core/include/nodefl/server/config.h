@@ -57,7 +57,7 @@ struct ServerConfig {
   // Jobs. The server starts `job` once `job_quorum` devices are online
   // (0: every device with credentials) or `job_wait_ms` after the first
   // device registered (0: wait for the quorum), with the devices online then.
-  std::string job = "none";  // none | neighbour-echo
+  std::string job = "none";  // none | neighbour-echo | fedwalk-hct
   uint32_t job_quorum = 0;
   uint32_t job_wait_ms = 0;
   uint32_t job_round_deadline_ms = 300000;  // per round; late devices are recorded
@@ -65,7 +65,23 @@ struct ServerConfig {
   // neighbour-echo load (benchmarks): sealed messages per directed edge and
   // plaintext bytes per message (56..4072).
   uint32_t job_messages_per_edge = 1;
-  uint32_t job_payload_bytes = 56;  // exit after this many jobs finished (0: run until stopped)
+  uint32_t job_payload_bytes = 56;
+  // Devices' job uploads (chunked transfers) larger than this are refused.
+  uint32_t max_upload_bytes = 8u << 20;
+  // Where jobs write their artefacts (tree, codebook, summary); empty: none.
+  std::string output_dir;
+  // Threads for heavy job math (dissimilarities, clustering); 0: one per
+  // hardware thread.
+  uint32_t compute_threads = 0;
+  // fedwalk-hct (seed 000_e325fe6286b1aaed.txt, Sec. 4.2; docs/fedwalk.md).
+  std::string fedwalk_mode = "strict";   // strict | paper
+  uint32_t fedwalk_bins = 0;             // k; 0: floor(ln |V|)
+  uint32_t fedwalk_buckets = 16;         // strict mode histogram buckets per bin
+  double fedwalk_epsilon_bins = 2.0;     // degree vectors
+  double fedwalk_epsilon_upload = 2.0;   // strict mode histograms
+  double fedwalk_epsilon_walk = 2.0;     // Eq. 12 codebook
+  uint32_t fedwalk_codebook_k = 32;      // entries kept per codebook row
+  std::string fedwalk_linkage = "average";  // average | complete | single
   // Process.
   uint32_t threads = 0;  // 0 until defaulted: DefaultServerConfig() sets hardware_concurrency
   LogLevel log_level = LogLevel::kInfo;

@@ -35,6 +35,7 @@
 #include "nodefl/server/net/server_context.h"
 #include "nodefl/server/net/tls_socket.h"
 #include "nodefl/wire/envelope.pb.h"
+#include "nodefl/wire/chunk.h"
 #include "nodefl/wire/frame.h"
 
 namespace nodefl::server::net {
@@ -52,9 +53,11 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   void OnRelayReady() override;
   void RequestClose(CloseReason reason) override;
 
-  // Queues a JobStart (any thread).
-  void SendJobStart(uint64_t job_id, uint32_t round, nodefl_wire_JobKind kind, uint32_t deadline_ms,
-                    std::vector<uint8_t> parameters);
+  // Queues a JobStart followed by the round's artefacts (any thread). Job
+  // messages keep their order among themselves; the writer interleaves them
+  // with control frames and relay deliveries.
+  void SendJobRound(uint64_t job_id, uint32_t round, nodefl_wire_JobKind kind, uint32_t deadline_ms,
+                    std::vector<uint8_t> parameters, std::vector<StreamedArtefact> artefacts);
 
  private:
   enum class State { kHandshake, kAwaitHello, kRunning, kClosing, kClosed };
@@ -69,6 +72,12 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   asio::awaitable<bool> HandleRelaySend();
   bool HandleRelayAck();
   bool HandlePeerKeyRequest();
+  bool HandleUploadHeader();
+  bool HandleUploadChunk();
+  bool FinishUploadIfComplete();
+  // Appends the next job-stream frames (JobStart, artefact chunks) to
+  // `batch` until it holds about `limit` bytes.
+  void TakeJobStream(std::vector<uint8_t>& batch, size_t limit);
 
   // Encodes `out_` as a frame into the control queue and wakes the writer.
   bool QueueControl(nodefl_wire_Envelope& env);
@@ -104,6 +113,26 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   wire::FrameDecoder decoder_;
   std::unique_ptr<nodefl_wire_Envelope> in_;
   std::unique_ptr<nodefl_wire_Envelope> out_;
+  // Job stream: whole frames (JobStart) or artefacts sent chunk by chunk.
+  struct JobStreamItem {
+    bool is_start = false;  // a JobStart; else an artefact
+    nodefl_wire_JobKind kind = nodefl_wire_JobKind_JOB_KIND_UNSPECIFIED;
+    uint32_t deadline_ms = 0;
+    std::vector<uint8_t> parameters;
+    StreamedArtefact artefact;  // header (next_chunk == -1), then chunks
+    uint64_t job_id = 0;
+    uint32_t round = 0;
+    uint64_t transfer_id = 0;
+    int64_t next_chunk = -1;
+  };
+  std::deque<JobStreamItem> job_stream_;
+  uint64_t next_transfer_id_ = 1;
+  std::vector<uint8_t> job_frame_;
+  // The device's upload in progress (one at a time).
+  std::unique_ptr<wire::ChunkReceiver> upload_;
+  std::vector<uint8_t> upload_bytes_;
+  uint64_t upload_job_id_ = 0;
+  uint32_t upload_round_ = 0;
   uint64_t frames_in_ = 0;
   uint64_t writes_out_ = 0;
 };

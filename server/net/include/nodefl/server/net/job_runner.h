@@ -22,7 +22,7 @@
 #include <optional>
 #include <vector>
 
-#include "nodefl/server/jobs/neighbour_echo_job.h"
+#include "nodefl/server/jobs/job.h"
 #include "nodefl/server/net/server_context.h"
 
 namespace nodefl::server::net {
@@ -38,13 +38,15 @@ class JobRunner final : public JobSink {
   void Stop();
   void OnJobReport(uint32_t device, uint64_t job_id, uint32_t round,
                    const nodefl_wire_JobReport& report) override;
+  void OnJobUpload(uint32_t device, uint64_t job_id, uint32_t round, uint32_t artefact,
+                   std::vector<uint8_t> bytes) override;
 
  private:
   using Clock = std::chrono::steady_clock;
   boost::asio::awaitable<void> Loop();
   void Tick();
   void StartJob(std::vector<uint32_t> participants);
-  void Dispatch(const jobs::NeighbourEchoJob::StartRound& start);
+  void Dispatch(std::vector<jobs::RoundStart> starts);
   void FinishJob();
   uint64_t NowMicros() const;
 
@@ -59,11 +61,10 @@ class JobRunner final : public JobSink {
   Clock::time_point epoch_ = Clock::now();
   std::optional<Clock::time_point> first_online_;
   Clock::time_point last_progress_{};
-  std::optional<jobs::NeighbourEchoJob> job_;
+  std::unique_ptr<jobs::Job> job_;
   uint64_t next_job_id_ = 1;
   uint64_t current_job_id_ = 0;  // 0 until the first job starts
   uint32_t jobs_finished_ = 0;
-  std::vector<uint8_t> salt_;
 };
 
 }  // namespace nodefl::server::net

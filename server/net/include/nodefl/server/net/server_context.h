@@ -5,9 +5,11 @@
 // job runner. Owned by Server; connections hold a reference.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "nodefl/server/config.h"
 #include "nodefl/server/log.h"
@@ -19,12 +21,23 @@
 
 namespace nodefl::server::net {
 
-// Receives job reports from connections (any thread).
+// Receives job reports and uploads from connections (any thread). A
+// connection delivers them in the order the device sent them.
 class JobSink {
  public:
   virtual ~JobSink() = default;
   virtual void OnJobReport(uint32_t device, uint64_t job_id, uint32_t round,
                            const nodefl_wire_JobReport& report) = 0;
+  // A complete upload whose digest matched.
+  virtual void OnJobUpload(uint32_t device, uint64_t job_id, uint32_t round, uint32_t artefact,
+                           std::vector<uint8_t> bytes) = 0;
+};
+
+// A public artefact to stream to devices, with its digest computed once.
+struct StreamedArtefact {
+  uint32_t kind = 0;
+  std::shared_ptr<const std::vector<uint8_t>> bytes;
+  std::array<uint8_t, 32> sha256{};
 };
 
 struct ServerCounters {
@@ -39,6 +52,8 @@ struct ServerCounters {
   std::atomic<uint64_t> relay_delivered{0};   // RelayDeliver written
   std::atomic<uint64_t> relay_bytes{0};       // sealed payload bytes accepted
   std::atomic<uint64_t> open_connections{0};
+  std::atomic<uint64_t> artefact_bytes{0};    // public artefact bytes streamed to devices
+  std::atomic<uint64_t> upload_bytes{0};      // job upload bytes received from devices
 };
 
 struct ServerContext {

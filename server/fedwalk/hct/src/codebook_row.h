@@ -1,0 +1,43 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// One row of the Eq. 12 codebook: scores against every leaf, the top K,
+// the mass outside them, and the alias table over them. Each worker thread
+// owns one builder (its scratch is O(m)); the inputs are shared read-only.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/server/fedwalk/condensed_matrix.h"
+#include "nodefl/server/fedwalk/hct_tree.h"
+
+namespace nodefl::server::fedwalk {
+
+class CodebookRowBuilder {
+ public:
+  // exponent_scale = epsilon * score_scale: log Pr[v2|v1] = exponent_scale *
+  // u(v1, v2) + const. dissim must be finite and non-negative (Build checks).
+  CodebookRowBuilder(const CondensedMatrix& dissim, const HctTree& tree, double exponent_scale);
+
+  // Writes the row of leaf `leaf` into `out` (out.size() = min(K, m) entries,
+  // most probable first, ties by smaller vertex id) and returns the exact
+  // probability mass of the leaves left out.
+  double Build(uint32_t leaf, std::span<nodefl::fedwalk::CodebookEntry> out);
+
+ private:
+  void ComputeLogWeights(uint32_t leaf);
+
+  const CondensedMatrix& dissim_;
+  const HctTree& tree_;
+  double exponent_scale_;
+  std::vector<size_t> row_start_;     // condensed offset of (i, i+1)
+  std::vector<uint32_t> lca_leaves_;  // |leaves(T[leaf v x])| per leaf x
+  std::vector<double> log_weight_;    // per leaf x
+  std::vector<double> heap_;          // the K largest log weights
+  std::vector<uint32_t> order_;       // candidate leaves, most probable first
+  std::vector<double> kept_weight_;   // per kept entry
+};
+
+}  // namespace nodefl::server::fedwalk

@@ -1,0 +1,62 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// Job: what the JobRunner (server/net) drives. A job is a plain,
+// single-threaded state machine: the runner feeds it device reports and
+// uploads and calls Poll() on a timer; the job answers with the rounds to
+// start (JobStart to a set of devices, then public artefacts streamed to each
+// of them in order). A job may run heavy math on its own worker threads, but
+// every call below happens on the runner's strand.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nodefl/server/log.h"
+#include "nodefl/wire/envelope.pb.h"
+
+namespace nodefl::server::jobs {
+
+// A public artefact streamed to devices as ChunkHeader + Chunks. Shared: one
+// copy serves every connection.
+struct Artefact {
+  uint32_t kind = 0;
+  std::shared_ptr<const std::vector<uint8_t>> bytes;
+};
+
+struct RoundStart {
+  uint32_t round = 0;
+  uint32_t deadline_ms = 0;
+  std::vector<uint8_t> parameters;  // JobStart.parameters
+  std::vector<Artefact> artefacts;  // streamed after the JobStart, in order
+  std::vector<uint32_t> devices;
+};
+
+class Job {
+ public:
+  virtual ~Job() = default;
+
+  virtual nodefl_wire_JobKind kind() const = 0;
+  // The job begins now.
+  virtual std::vector<RoundStart> Begin(uint64_t now_us) = 0;
+  // A JobReport from `device` (already authenticated by the connection).
+  virtual std::vector<RoundStart> OnReport(uint32_t device, uint32_t round, const nodefl_wire_JobReport& report,
+                                           uint64_t now_us) = 0;
+  // A complete, digest-checked upload (chunked transfer) from `device`.
+  // Jobs that take no uploads count it as a protocol error.
+  virtual std::vector<RoundStart> OnUpload(uint32_t device, uint32_t round, uint32_t artefact,
+                                           std::vector<uint8_t> bytes, uint64_t now_us) = 0;
+  // Deadlines and background work.
+  virtual std::vector<RoundStart> Poll(uint64_t now_us) = 0;
+
+  virtual bool finished() const = 0;
+  // Finished and everything it set out to do was done and checked.
+  virtual bool succeeded() const = 0;
+  // One line for periodic progress output.
+  virtual std::string ProgressLine() const = 0;
+  // The final summary, as log lines (called once, after finished()).
+  virtual void LogSummary(Logger& log, uint64_t job_id) const = 0;
+};
+
+}  // namespace nodefl::server::jobs

@@ -1,0 +1,47 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/server/jobs/job_factory.h"
+
+#include <random>
+#include <thread>
+
+#include "nodefl/server/jobs/fedwalk_hct_job.h"
+#include "nodefl/server/jobs/neighbour_echo_runner_job.h"
+
+namespace nodefl::server::jobs {
+
+std::unique_ptr<Job> MakeJob(const ServerConfig& config, uint64_t job_id, std::vector<uint32_t> participants) {
+  if (config.job == "neighbour-echo") {
+    // A fresh public salt per job makes the devices' job keys unique (see
+    // sdk/seal/public/nodefl/seal/job_keys.h). It needs to be unpredictable
+    // only in the sense of never repeating; std::random_device reads the OS.
+    std::random_device rd;
+    std::vector<uint8_t> salt(16);
+    for (auto& b : salt) b = static_cast<uint8_t>(rd());
+    NeighbourEchoJob::Options options;
+    options.job_id = job_id;
+    options.round1_deadline_ms = config.job_round_deadline_ms;
+    options.round2_deadline_ms = config.job_round_deadline_ms;
+    return std::make_unique<NeighbourEchoRunnerJob>(options, std::move(participants), std::move(salt),
+                                                    config.job_messages_per_edge, config.job_payload_bytes);
+  }
+  if (config.job == "fedwalk-hct") {
+    FedWalkHctOptions options;
+    options.job_id = job_id;
+    options.params.mode = config.fedwalk_mode == "paper" ? PrivacyMode::kPaper : PrivacyMode::kStrict;
+    options.params.bins = static_cast<uint8_t>(config.fedwalk_bins);
+    options.params.buckets = static_cast<uint8_t>(config.fedwalk_buckets);
+    options.params.epsilon_bins = config.fedwalk_epsilon_bins;
+    options.params.epsilon_upload = config.fedwalk_epsilon_upload;
+    options.params.epsilon_walk = config.fedwalk_epsilon_walk;
+    options.params.codebook_k = static_cast<uint16_t>(config.fedwalk_codebook_k);
+    options.linkage = config.fedwalk_linkage;
+    options.round_deadline_ms = config.job_round_deadline_ms;
+    options.compute_threads = config.compute_threads != 0 ? config.compute_threads
+                                                          : std::max(1u, std::thread::hardware_concurrency());
+    options.output_dir = config.output_dir;
+    return std::make_unique<FedWalkHctJob>(options, std::move(participants));
+  }
+  return nullptr;
+}
+
+}  // namespace nodefl::server::jobs

@@ -1,0 +1,66 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/server/jobs/neighbour_echo_runner_job.h"
+
+#include <utility>
+
+namespace nodefl::server::jobs {
+
+NeighbourEchoRunnerJob::NeighbourEchoRunnerJob(const NeighbourEchoJob::Options& options,
+                                               std::vector<uint32_t> participants, std::vector<uint8_t> salt,
+                                               uint32_t messages_per_edge, uint32_t payload_bytes)
+    : job_(options, std::move(participants)), parameters_(std::move(salt)) {
+  for (uint32_t v : {messages_per_edge, payload_bytes}) {
+    for (int i = 0; i < 4; ++i) parameters_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+}
+
+std::vector<RoundStart> NeighbourEchoRunnerJob::Convert(NeighbourEchoJob::StartRound start) const {
+  if (start.devices.empty()) return {};
+  RoundStart r;
+  r.round = start.round;
+  r.deadline_ms = start.deadline_ms;
+  if (start.round == 1) r.parameters = parameters_;
+  r.devices = std::move(start.devices);
+  std::vector<RoundStart> out;
+  out.push_back(std::move(r));
+  return out;
+}
+
+std::vector<RoundStart> NeighbourEchoRunnerJob::Begin(uint64_t now_us) { return Convert(job_.Begin(now_us)); }
+
+std::vector<RoundStart> NeighbourEchoRunnerJob::OnReport(uint32_t device, uint32_t round,
+                                                         const nodefl_wire_JobReport& report, uint64_t now_us) {
+  return Convert(job_.OnReport(device, round, report, now_us));
+}
+
+std::vector<RoundStart> NeighbourEchoRunnerJob::OnUpload(uint32_t, uint32_t, uint32_t, std::vector<uint8_t>,
+                                                         uint64_t) {
+  ++uploads_refused_;  // the echo job takes no uploads
+  return {};
+}
+
+std::vector<RoundStart> NeighbourEchoRunnerJob::Poll(uint64_t now_us) { return Convert(job_.Poll(now_us)); }
+
+void NeighbourEchoRunnerJob::LogSummary(Logger& log, uint64_t job_id) const {
+  const EchoSummary& s = job_.summary();
+  log.Info("job_finished", {{"job", job_id},
+                            {"kind", "neighbour-echo"},
+                            {"verified", s.verified()},
+                            {"participants", s.participants},
+                            {"keys_ready", s.keys_ready},
+                            {"reported", s.reported},
+                            {"clean_devices", s.clean},
+                            {"expected_messages", s.expected},
+                            {"sent", s.sent},
+                            {"received_verified", s.received},
+                            {"duplicates", s.duplicates},
+                            {"rejected", s.rejected},
+                            {"missed_round1", s.missed_round1.size()},
+                            {"missed_round2", s.missed_round2.size()},
+                            {"unclean_devices", s.unclean.size()},
+                            {"seconds_keys", s.seconds_round1},
+                            {"seconds_send", s.seconds_round2},
+                            {"protocol_errors", job_.protocol_errors() + uploads_refused_}});
+}
+
+}  // namespace nodefl::server::jobs
