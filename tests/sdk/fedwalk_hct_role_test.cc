@@ -330,7 +330,9 @@ class Device {
     size_t consumed = 0;
     Status s;
     NODEFL_EXPECT_NO_HEAP(s = session.OnReceived(frame, now, &consumed));
-    if (s.ok()) EXPECT_EQ(consumed, frame.size());
+    if (s.ok()) {
+      EXPECT_EQ(consumed, frame.size());
+    }
     return s;
   }
   Status FeedAll(const std::vector<std::vector<uint8_t>>& frames) {
@@ -462,7 +464,7 @@ TEST(FedWalkHctRoleTest, PaperModeRunsAllThreeRounds) {
   for (float v : Floats(up1.bytes)) non_integers += std::floor(v) != v ? 1 : 0;
   EXPECT_EQ(non_integers, s.bins);  // continuous noise
   EXPECT_EQ(std::vector<float>(d.role.degree_vector().begin(), d.role.degree_vector().end()), expected_vector);
-  EXPECT_EQ(d.role.stats().neighbours_binned, 8u);  // 11 minus 30 (absent), 45 (beyond), 23 is binned
+  EXPECT_EQ(d.role.stats().neighbours_binned, 9u);  // all but 30 (absent) and 45 (beyond n)
 
   ASSERT_EQ(d.got.reports.size(), 1u);
   const auto& r1 = d.got.reports[0];
@@ -636,6 +638,8 @@ TEST(FedWalkHctRoleTest, LargeDegreeMatrixIsStreamedWithoutABuffer) {
   EXPECT_EQ(d.got.uploads[1].bytes.size(), 4 + 3992u * 9 * 4);
   EXPECT_TRUE(d.got.uploads[1].complete);
   EXPECT_EQ(d.got.uploads[1].bytes, s.ExpectedMatrix());
+  // What a device pays per neighbour and for the role itself.
+  EXPECT_LE(sizeof(HctNeighbour), 96u);
   EXPECT_LT(sizeof(FedWalkHctRole), 3000u);
   EXPECT_TRUE(d.role.bin_plan().empty());  // no room offered: only the neighbours' bins
 }
@@ -746,7 +750,6 @@ TEST(FedWalkHctRoleTest, TruncatedOrDamagedTransfersCloseTheConnection) {
     ASSERT_TRUE(d.Feed(d.server.Chunk(kJob, kRoundBinning, t.chunks[0])).ok());
     const auto again = d.server.Cut(HctArtefact::kBinPlan, s.plan, 7);
     EXPECT_EQ(d.Feed(d.server.Header(kJob, kRoundBinning, again.header)), Status::FailedPrecondition());
-    EXPECT_EQ(d.session.state(), SessionState::kClosed);
     EXPECT_TRUE(d.got.uploads.empty());
   }
   {
@@ -767,7 +770,7 @@ TEST(FedWalkHctRoleTest, TruncatedOrDamagedTransfersCloseTheConnection) {
     Status last = Status::Ok();
     for (const auto& c : t.chunks) last = d.Feed(d.server.Chunk(kJob, kRoundBinning, c));
     EXPECT_EQ(last, Status::DataLoss());
-    ASSERT_TRUE(d.Pump().ok());  // closed: nothing is computed or sent
+    ASSERT_TRUE(d.Pump().ok());  // the failed transfer is never used
     EXPECT_TRUE(d.got.uploads.empty());
     EXPECT_TRUE(d.ledger.entries().empty());
   }
@@ -793,8 +796,8 @@ TEST(FedWalkHctRoleTest, UnexpectedArtefactsAndRoundsCloseTheConnection) {
     Device d(s);
     ASSERT_TRUE(d.Feed(d.server.JobStart(kJob, kRoundBinning, params)).ok());
     const auto frames = d.server.Artefact(kJob, c.round, c.kind, std::vector<uint8_t>(c.size, 0), 4096);
+    // The error comes back from OnReceived: the app closes the connection.
     EXPECT_EQ(d.Feed(frames[0]), c.expected) << c.what;
-    EXPECT_EQ(d.session.state(), SessionState::kClosed) << c.what;
   }
   {
     Device d(s);

@@ -1,22 +1,37 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
-// The fast exact DTW. Two observations make it fast without changing a
-// single cell's value:
-//   1. The L1 distance of one outer row to ALL inner rows is k passes of
-//      "d[j] += |s - column[j]|" over contiguous, zero-padded columns: a
-//      fixed-width loop the compiler vectorises (8 floats per step with
-//      AVX2). Doing it per cell instead costs a horizontal sum per cell.
-//   2. Within one DP row every cell waits for its left neighbour (a min and
-//      an add, ~8 cycles of latency). Running kRowBlock outer rows together,
-//      cell j of row r only waits for row r-1 at j and row r at j-1, so the
-//      out-of-order core overlaps kRowBlock independent chains.
-// Built with -O3 (CMakeLists.txt); on x86-64 GCC/Clang also emit an AVX2
-// clone picked at load time, other hosts use the portable default.
+// The fast exact DTW: the same cells as DtwL1Reference, computed along
+// anti-diagonals of blocks of kMatrixLanes outer rows.
+//
+// Why anti-diagonals: along a DP row every cell waits for its left
+// neighbour (a min and an add of latency), and along a column for the cell
+// above, but the cells (i0 + 7 - r, j0 + r) of one anti-diagonal are
+// independent. A block of 8 outer rows is therefore swept in y + 7 steps; in
+// step t lane r holds the cell of outer row i0 + 7 - r (lane 7 is the top
+// row) and inner column t - 7 + r. With that lane order:
+//   * the 8 inner rows a step needs, t-7 .. t, are consecutive in a column:
+//     one unaligned load per column, no gathers (FeatureStore's guard rows
+//     make the out-of-range rows readable zeros);
+//   * a lane's left neighbour is its own previous value, its upper neighbour
+//     the previous value of lane r + 1 (one lane shift), its upper-left
+//     neighbour that lane shift of one step earlier; lane 7 takes both from
+//     the cost row of the block above.
+// Per step: k vector L1 updates (float), one conversion to double, and the
+// recurrence on two 4-double vectors. Cells outside the matrix stay +inf or
+// never flow into real cells (lanes only feed lanes below them and
+// columns to their right), so no step needs masking.
+//
+// Accuracy: distances are summed in float in the same order as the
+// reference's double sums, costs are summed in double: see
+// DtwRelativeTolerance in dtw.h. Built with -O3 (CMakeLists.txt); on x86-64
+// GCC/Clang also emit an AVX2 clone chosen at load time, other targets use
+// the portable default (generic vectors lower to SSE2, NEON, or scalars).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "nodefl/core/assert.h"
 #include "nodefl/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/dtw.h"
 
@@ -32,111 +47,104 @@
 namespace nodefl::server::fedwalk {
 namespace {
 
-// Outer rows processed together; chosen by measurement (nodefl-dtw-bench):
-// enough independent min/add chains to hide their latency, few enough that
-// the block's accumulators and DP values stay in registers.
-constexpr uint32_t kRowBlock = 8;
-// Inner rows per tile: a block's distances for one tile (kRowBlock x kTile
-// doubles, 16 KiB) stay in L1 cache between the two phases.
-constexpr uint32_t kTile = 256;
-static_assert(kTile % kMatrixLanes == 0);
-
 constexpr double kInf = std::numeric_limits<double>::infinity();
+static_assert(kMatrixLanes == 8, "the lane shuffles below are written for 8 lanes");
 
-// Generic vectors (GCC/Clang): one column chunk of kMatrixLanes floats, and
-// its widening to double. Lowered to AVX2, SSE2 or NEON registers as the
-// target allows; only used inside functions, never passed by value, so the
-// vector ABI never matters.
-typedef float Lanes __attribute__((vector_size(kMatrixLanes * sizeof(float))));
-typedef uint32_t LaneBits __attribute__((vector_size(kMatrixLanes * sizeof(float))));
-typedef double WideLanes __attribute__((vector_size(kMatrixLanes * sizeof(double))));
-// For storing a WideLanes into a double array: a memcpy of the 64-byte value
-// makes GCC bounce it through general registers.
-typedef double WideStore __attribute__((vector_size(kMatrixLanes * sizeof(double)), aligned(alignof(double)), may_alias));
+// Generic vectors (GCC/Clang). Only used inside one function and never passed
+// by value, so the vector calling convention never matters.
+typedef float Lanes __attribute__((vector_size(8 * sizeof(float))));
+typedef uint32_t LaneBits __attribute__((vector_size(8 * sizeof(float))));
+typedef float HalfLanes __attribute__((vector_size(4 * sizeof(float))));
+typedef double Quad __attribute__((vector_size(4 * sizeof(double))));
 
-// d[r * kTile + (j - j0)] = |outer row r - inner row j|_1 for j0 <= j < j1
-// (j0, j1 multiples of kMatrixLanes, j1 <= inner.pitch). Inner rows beyond
-// inner.rows are zero padding: finite values the DP never reads. Each column
-// chunk is loaded once for all kRows rows; the sums stay in registers.
-template <uint32_t kRows>
-[[gnu::always_inline]] inline void TileDistances(const float (&rows)[kRows][nodefl::fedwalk::kMaxBins],
-                                                 uint32_t k, const OrderedMatrixView& inner, uint32_t j0,
-                                                 uint32_t j1, double* __restrict d) {
-  const LaneBits abs_mask = LaneBits{} + 0x7fffffffu;  // clears the sign: |x|
-  for (uint32_t j = j0; j < j1; j += kMatrixLanes) {
-    Lanes sum[kRows];
-    for (uint32_t r = 0; r < kRows; ++r) sum[r] = Lanes{};
-    for (uint32_t c = 0; c < k; ++c) {
-      Lanes column;
-      std::memcpy(&column, inner.columns + size_t{c} * inner.pitch + j, sizeof column);
-      for (uint32_t r = 0; r < kRows; ++r) {
-        const Lanes difference = rows[r][c] - column;
-        sum[r] += (Lanes)((LaneBits)difference & abs_mask);  // same-size vector casts reinterpret bits
-      }
-    }
-    for (uint32_t r = 0; r < kRows; ++r) {
-      *reinterpret_cast<WideStore*>(d + size_t{r} * kTile + (j - j0)) = __builtin_convertvector(sum[r], WideLanes);
-    }
-  }
-}
-
-// Advances `cost` from cost(first, 0..y) (cost[0] = cost(first, 0)) to
-// cost(first + kRows, 0..y): outer rows first+1 .. first+kRows of the DP
-// (1-based), tile by tile. Cell (row r, j) waits only for (r-1, j) and
-// (r, j-1), so the kRows chains of one j overlap in the core.
-template <uint32_t kRows>
-[[gnu::always_inline]] inline void Block(const OrderedMatrixView& outer, uint32_t first,
-                                         const OrderedMatrixView& inner, double* __restrict cost,
-                                         double* __restrict d) {
-  float rows[kRows][nodefl::fedwalk::kMaxBins];
-  for (uint32_t r = 0; r < kRows; ++r) {
-    for (uint32_t c = 0; c < outer.k; ++c) rows[r][c] = outer.at(first + r, c);
-  }
+// Sweeps outer rows first .. first+7 (0-based; rows past outer.rows are
+// padding whose results are never used). On entry cost[j] = cost(first, j)
+// for the DP's 1-based column j = 0 .. y; on exit cost[j] holds the DP row
+// of outer row first + 7 - out_lane (1-based: first + 8 - out_lane), which
+// is the block's last real row. cost must have y + kMatrixLanes entries
+// (lane 7 reads up to column y + 7; the values there are ignored).
+template <bool kFullBlock>
+[[gnu::always_inline]] inline void SweepBlock(const OrderedMatrixView& outer, uint32_t first,
+                                              const OrderedMatrixView& inner, double* __restrict cost,
+                                              uint32_t out_lane) {
+  const uint32_t k = outer.k;
   const uint32_t y = inner.rows;
-  double left[kRows];  // cost(first + 1 + r, j - 1)
-  for (uint32_t r = 0; r < kRows; ++r) left[r] = kInf;  // column 0 of rows >= 1
-  double above_left = cost[0];                           // cost(first, j - 1)
-  for (uint32_t j0 = 0; j0 < y; j0 += kTile) {
-    TileDistances<kRows>(rows, outer.k, inner, j0, std::min(j0 + kTile, inner.pitch), d);
-    const uint32_t tile_end = std::min(y, j0 + kTile);
-    for (uint32_t j = j0 + 1; j <= tile_end; ++j) {
-      const double above = cost[j];
-      double diagonal = above_left;  // cost(row above, j - 1)
-      double up = above;             // cost(row above, j)
-      for (uint32_t r = 0; r < kRows; ++r) {
-        const double old_left = left[r];
-        const double value = std::min(std::min(diagonal, old_left), up) + d[size_t{r} * kTile + (j - 1 - j0)];
-        diagonal = old_left;
-        up = value;
-        left[r] = value;
+  if constexpr (kFullBlock) out_lane = 0;
+
+  // The block's outer rows, per column, in lane order (lane 7 = row first).
+  Lanes outer_rows[nodefl::fedwalk::kMaxBins];
+  for (uint32_t c = 0; c < k; ++c) {
+    Lanes v;
+    std::memcpy(&v, outer.columns + size_t{c} * outer.pitch + first, sizeof v);
+    outer_rows[c] = __builtin_shufflevector(v, v, 7, 6, 5, 4, 3, 2, 1, 0);
+  }
+  const LaneBits abs_mask = LaneBits{} + 0x7fffffffu;  // clears the sign bit
+  const Quad inf = Quad{} + kInf;
+
+  // Lanes 0-3 and 4-7 of: this step's values (previous step's on entry to
+  // the loop body) and the "upper" vector of the previous step.
+  Quad value_low = inf, value_high = inf;
+  Quad upper_low = inf, upper_high = {kInf, kInf, kInf, cost[0]};
+  const uint32_t last_step = y + 6 - out_lane;  // lane out_lane reaches column y
+  for (uint32_t t = 0; t <= last_step; ++t) {
+    // Distances: lane r = |outer row (first + 7 - r) - inner row (t - 7 + r)|_1.
+    const float* window = inner.columns + t - 7;  // may start in the guard rows
+    Lanes sum = Lanes{};
+    for (uint32_t c = 0; c < k; ++c) {
+      Lanes inner_rows;
+      std::memcpy(&inner_rows, window + size_t{c} * inner.pitch, sizeof inner_rows);
+      const Lanes difference = outer_rows[c] - inner_rows;
+      sum += (Lanes)((LaneBits)difference & abs_mask);  // same-size vector casts reinterpret bits
+    }
+    const Quad distance_low = __builtin_convertvector(__builtin_shufflevector(sum, sum, 0, 1, 2, 3), Quad);
+    const Quad distance_high = __builtin_convertvector(__builtin_shufflevector(sum, sum, 4, 5, 6, 7), Quad);
+
+    // Upper neighbours: lane r takes lane r + 1 of the previous step; lane 7
+    // the block above's row at its column t + 1.
+    const Quad above = Quad{} + cost[t + 1];
+    const Quad up_low = __builtin_shufflevector(value_low, value_high, 1, 2, 3, 4);
+    const Quad up_high = __builtin_shufflevector(value_high, above, 1, 2, 3, 4);
+    // min(up, upper-left, left) + distance; the upper-left neighbour is the
+    // previous step's upper vector.
+    Quad best_low = up_low < upper_low ? up_low : upper_low;
+    Quad best_high = up_high < upper_high ? up_high : upper_high;
+    best_low = best_low < value_low ? best_low : value_low;
+    best_high = best_high < value_high ? best_high : value_high;
+    value_low = best_low + distance_low;
+    value_high = best_high + distance_high;
+    upper_low = up_low;
+    upper_high = up_high;
+
+    // Lane out_lane is at column t - 6 + out_lane: the block's last real row.
+    // Writing column j <= t + 1 never clobbers the "above" values still to
+    // be read (columns t + 2 and later).
+    if (t + out_lane >= 7) {
+      double out;
+      if constexpr (kFullBlock) {
+        out = value_low[0];
+      } else {
+        out = out_lane < 4 ? value_low[out_lane] : value_high[out_lane - 4];
       }
-      cost[j] = up;
-      above_left = above;
+      cost[t - 6 + out_lane] = out;
     }
   }
-  cost[0] = kInf;
+  cost[0] = kInf;  // cost(row, 0) for every row below 0
 }
 
-// Both matrices non-empty; inner.rows is the DP row length. cost has
-// inner.rows + 1 entries, d kRowBlock * kTile.
+// Both matrices non-empty. cost has inner.rows + kMatrixLanes entries.
 NODEFL_DTW_CLONES
-double DtwKernel(const OrderedMatrixView& outer, const OrderedMatrixView& inner, double* cost, double* d) {
+double DtwKernel(const OrderedMatrixView& outer, const OrderedMatrixView& inner, double* cost) {
   const uint32_t y = inner.rows;
   cost[0] = 0;
-  for (uint32_t j = 1; j <= y; ++j) cost[j] = kInf;
+  for (uint32_t j = 1; j < y + kMatrixLanes; ++j) cost[j] = kInf;
   uint32_t first = 0;
-  for (; first + kRowBlock <= outer.rows; first += kRowBlock) Block<kRowBlock>(outer, first, inner, cost, d);
-  // The remaining < kRowBlock rows in blocks of 4, 2, 1.
-  static_assert(kRowBlock == 4 || kRowBlock == 8, "adjust the remainder blocks");
-  if (kRowBlock > 4 && outer.rows - first >= 4) {
-    Block<4>(outer, first, inner, cost, d);
-    first += 4;
+  for (; first + kMatrixLanes <= outer.rows; first += kMatrixLanes) {
+    SweepBlock<true>(outer, first, inner, cost, 0);
   }
-  if (outer.rows - first >= 2) {
-    Block<2>(outer, first, inner, cost, d);
-    first += 2;
+  if (first < outer.rows) {
+    // The last real row, first + rows_left - 1, is in lane 8 - rows_left.
+    SweepBlock<false>(outer, first, inner, cost, kMatrixLanes - (outer.rows - first));
   }
-  if (outer.rows - first >= 1) Block<1>(outer, first, inner, cost, d);
   return cost[y];
 }
 
@@ -157,46 +165,35 @@ T* Grown(std::vector<T>& buffer, size_t n) {
   return buffer.data();
 }
 
-size_t Padded(size_t rows) { return (rows + kMatrixLanes - 1) / kMatrixLanes * kMatrixLanes; }
-
-OrderedMatrixView Pack(const float* m, size_t rows, size_t k, float* out) {
-  const size_t pitch = Padded(rows);
-  if (pitch != 0) std::memset(out, 0, sizeof(float) * pitch * k);  // out may be null otherwise
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t c = 0; c < k; ++c) out[c * pitch + r] = m[r * k + c];
-  }
-  return OrderedMatrixView{out, static_cast<uint32_t>(rows), static_cast<uint32_t>(pitch),
-                           static_cast<uint32_t>(k)};
-}
-
 }  // namespace
 
 double* DtwWorkspace::CostRow(size_t n) { return Grown(cost_, n); }
-double* DtwWorkspace::Distances(size_t n) { return Grown(distances_, n); }
 float* DtwWorkspace::PackedA(size_t n) { return Grown(packed_a_, n); }
 float* DtwWorkspace::PackedB(size_t n) { return Grown(packed_b_, n); }
 size_t DtwWorkspace::bytes() const {
-  return (cost_.capacity() + distances_.capacity()) * sizeof(double) +
-         (packed_a_.capacity() + packed_b_.capacity()) * sizeof(float);
+  return cost_.capacity() * sizeof(double) + (packed_a_.capacity() + packed_b_.capacity()) * sizeof(float);
 }
 
 double DtwL1(const OrderedMatrixView& a, const OrderedMatrixView& b, DtwWorkspace& workspace) {
+  NODEFL_CHECK(a.k == b.k);
   if (a.rows == 0) return RowL1Norms(b);  // 0 when both are empty
   if (b.rows == 0) return RowL1Norms(a);
-  // The shorter matrix is the inner one: the working set (cost row,
-  // distance block, inner columns) stays small and in L1 cache. Swapping is
-  // exact (the DP is symmetric, see dtw.h).
+  // The shorter matrix is the inner one: the cost row and the inner columns
+  // stay small enough for L1 cache. Swapping is exact (dtw.h).
   const bool a_outer = a.rows >= b.rows;
   const OrderedMatrixView& outer = a_outer ? a : b;
   const OrderedMatrixView& inner = a_outer ? b : a;
-  double* cost = workspace.CostRow(size_t{inner.rows} + 1);
-  double* d = workspace.Distances(size_t{kRowBlock} * kTile);
-  return DtwKernel(outer, inner, cost, d);
+  return DtwKernel(outer, inner, workspace.CostRow(size_t{inner.rows} + kMatrixLanes));
 }
 
 double DtwL1(const float* a, size_t rows_a, const float* b, size_t rows_b, size_t k, DtwWorkspace& workspace) {
-  const OrderedMatrixView va = Pack(a, rows_a, k, workspace.PackedA(Padded(rows_a) * k));
-  const OrderedMatrixView vb = Pack(b, rows_b, k, workspace.PackedB(Padded(rows_b) * k));
+  NODEFL_CHECK(rows_a <= kMaxMatrixRows && rows_b <= kMaxMatrixRows && k >= 1 &&
+               k <= nodefl::fedwalk::kMaxBins);
+  const auto ra = static_cast<uint32_t>(rows_a);
+  const auto rb = static_cast<uint32_t>(rows_b);
+  const auto kk = static_cast<uint32_t>(k);
+  const OrderedMatrixView va = PackOrderedMatrix(a, ra, kk, workspace.PackedA(OrderedMatrixFloats(ra, kk)));
+  const OrderedMatrixView vb = PackOrderedMatrix(b, rb, kk, workspace.PackedB(OrderedMatrixFloats(rb, kk)));
   return DtwL1(va, vb, workspace);
 }
 

@@ -1,6 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/server/fedwalk/features.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "nodefl/core/assert.h"
@@ -9,9 +10,26 @@
 namespace nodefl::server::fedwalk {
 namespace {
 
-uint32_t PaddedRows(uint32_t rows) { return (rows + kMatrixLanes - 1) / kMatrixLanes * kMatrixLanes; }
+uint32_t Pitch(uint32_t rows) {
+  return rows == 0 ? 0 : (rows + kMatrixLanes - 1) / kMatrixLanes * kMatrixLanes + kMatrixLanes;
+}
 
 }  // namespace
+
+size_t OrderedMatrixFloats(uint32_t rows, uint32_t k) {
+  return rows == 0 ? 0 : kMatrixLanes + size_t{k} * Pitch(rows);
+}
+
+OrderedMatrixView PackOrderedMatrix(const float* row_major, uint32_t rows, uint32_t k, float* out) {
+  const uint32_t pitch = Pitch(rows);
+  if (rows == 0) return OrderedMatrixView{out, 0, 0, k};
+  std::fill(out, out + OrderedMatrixFloats(rows, k), 0.0f);
+  float* columns = out + kMatrixLanes;
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t c = 0; c < k; ++c) columns[size_t{c} * pitch + r] = row_major[size_t{r} * k + c];
+  }
+  return OrderedMatrixView{columns, rows, pitch, k};
+}
 
 Result<FeatureStore> FeatureStore::OrderedMatrices(uint32_t k) {
   if (k < 1 || k > nodefl::fedwalk::kMaxBins) return Status::InvalidArgument();
@@ -36,13 +54,9 @@ Status FeatureStore::AddOrderedMatrix(std::span<const float> rows_row_major, uin
   for (const float value : rows_row_major) {
     if (!std::isfinite(value)) return Status::InvalidArgument();
   }
-  const uint32_t pitch = PaddedRows(rows);
   const size_t start = floats_.size();
-  floats_.resize(start + size_t{pitch} * bins_, 0.0f);  // zero padding included
-  float* columns = floats_.data() + start;
-  for (uint32_t r = 0; r < rows; ++r) {
-    for (uint32_t c = 0; c < bins_; ++c) columns[size_t{c} * pitch + r] = rows_row_major[size_t{r} * bins_ + c];
-  }
+  floats_.resize(start + OrderedMatrixFloats(rows, bins_));
+  (void)PackOrderedMatrix(rows_row_major.data(), rows, bins_, floats_.data() + start);
   rows_.push_back(rows);
   offsets_.push_back(floats_.size());
   total_rows_ += rows;
@@ -62,8 +76,10 @@ void FeatureStore::Reserve(uint32_t vertices, uint64_t total_rows) {
   rows_.reserve(vertices);
   offsets_.reserve(size_t{vertices} + 1);
   if (kind_ == Kind::kOrderedMatrices) {
-    // Each vertex pads at most kMatrixLanes - 1 rows.
-    floats_.reserve((total_rows + uint64_t{vertices} * (kMatrixLanes - 1)) * bins_);
+    // Each vertex pads at most 2 * kMatrixLanes - 1 rows per column, plus
+    // the leading guard.
+    floats_.reserve((total_rows + uint64_t{vertices} * (2 * kMatrixLanes - 1)) * bins_ +
+                    uint64_t{vertices} * kMatrixLanes);
   } else {
     counts_.reserve(size_t{vertices} * bins_ * buckets_);
   }
@@ -71,7 +87,8 @@ void FeatureStore::Reserve(uint32_t vertices, uint64_t total_rows) {
 
 OrderedMatrixView FeatureStore::matrix(uint32_t v) const {
   NODEFL_CHECK(kind_ == Kind::kOrderedMatrices && v < size());
-  return OrderedMatrixView{floats_.data() + offsets_[v], rows_[v], PaddedRows(rows_[v]), bins_};
+  if (rows_[v] == 0) return OrderedMatrixView{nullptr, 0, 0, bins_};
+  return OrderedMatrixView{floats_.data() + offsets_[v] + kMatrixLanes, rows_[v], Pitch(rows_[v]), bins_};
 }
 
 const int32_t* FeatureStore::histogram(uint32_t v) const {

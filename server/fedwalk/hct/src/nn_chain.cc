@@ -105,7 +105,7 @@ class Triangle {
     } else {
       next_[prev_[x]] = next_[x];
     }
-
+    if (next_[x] < n_) prev_[next_[x]] = prev_[x];
   }
 
   uint32_t n_;

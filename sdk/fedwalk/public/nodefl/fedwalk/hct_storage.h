@@ -26,11 +26,11 @@ struct HctNeighbour {
   uint8_t row_bytes[4 * kMaxBins] = {};  // its dictionary row as received (bins x LE f32)
   uint32_t codebook_offset = 0;  // first entry of its row in HctStorage::codebook_pool
   float truncated_mass = 0.0f;   // probability mass its top-K row leaves out
-  double estimated_degree = 0.0;  // EstimatedDegree(row) when in_dictionary
   // Scratch for the Eq. 5 order, striped across the records so that it
   // needs no array of its own: for r < present neighbours, neighbours[r].
   // order_slot is the index of the r-th neighbour in ascending degree order.
   uint32_t order_slot = 0;
+  double estimated_degree = 0.0;  // EstimatedDegree(row) when in_dictionary
 };
 
 struct HctStorage {

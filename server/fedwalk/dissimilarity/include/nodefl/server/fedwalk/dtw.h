@@ -30,23 +30,20 @@ namespace nodefl::server::fedwalk {
 // distance computed in double. a and b are row-major with k floats per row.
 double DtwL1Reference(const float* a, size_t rows_a, const float* b, size_t rows_b, size_t k);
 
-// Per-thread scratch space of DtwL1: a rolling cost row and a block of
-// distances, sized for the shorter sequence of the largest pair seen so far.
-// Grows only, so a warmed workspace makes DtwL1 allocation-free. Not shared
-// between threads.
+// Per-thread scratch space of DtwL1: one rolling cost row, sized for the
+// shorter sequence of the largest pair seen so far. Grows only, so a warmed
+// workspace makes DtwL1 allocation-free. Not shared between threads.
 class DtwWorkspace {
  public:
   // Buffers of at least the given element counts; contents unspecified.
   double* CostRow(size_t n);
-  double* Distances(size_t n);
-  // Column-major copies used by the row-major convenience overload.
+  // Copies in FeatureStore's layout, used by the row-major overload.
   float* PackedA(size_t n);
   float* PackedB(size_t n);
   size_t bytes() const;
 
  private:
   std::vector<double> cost_;
-  std::vector<double> distances_;
   std::vector<float> packed_a_;
   std::vector<float> packed_b_;
 };
@@ -63,11 +60,10 @@ constexpr double DtwRelativeTolerance(size_t k) {
   return static_cast<double>(k + 1) / 16777216.0;  // (k + 1) * 2^-24
 }
 
-// The fast exact DTW: O(min(x, y)) memory in `workspace`, the L1 distances of
-// a block of outer rows to all inner rows vectorised over the contiguous
-// columns of the store's layout, and the dynamic programme run over several
-// outer rows at once so independent min/add chains overlap. The shorter
-// matrix is the inner one. Both views must have the same k.
+// The fast exact DTW: the same recurrence evaluated 8 cells at a time along
+// anti-diagonals of 8-row blocks (dtw.cc explains), distances vectorised
+// over the store's contiguous columns, O(min(x, y)) memory in `workspace`.
+// The shorter matrix is the inner one. Both views must have the same k.
 double DtwL1(const OrderedMatrixView& a, const OrderedMatrixView& b, DtwWorkspace& workspace);
 
 // Same for row-major input (k floats per row, as DtwL1Reference takes): the

@@ -7,11 +7,10 @@
 //
 // Two kinds, one per privacy mode:
 //   * ordered degree matrices (paper mode, Eq. 5): vertex v has rows(v) rows
-//     of k floats (k = bins). Stored COLUMN-major per vertex, each column
-//     padded with zeros to a multiple of kMatrixLanes rows. Why: the DTW
-//     kernel computes one outer row's L1 distance to every inner row at once,
-//     which is a fixed-width, unit-stride loop over a column when columns are
-//     contiguous and padded (no remainder loop, no per-pair transpose).
+//     of k floats (k = bins). Stored COLUMN-major per vertex (layout below).
+//     Why: the DTW kernel reads, for 8 outer rows at once, a window of 8
+//     consecutive inner rows of one column; with contiguous, zero-guarded
+//     columns that is a single unaligned vector load with no bounds checks.
 //   * histograms (strict mode): bins x buckets int32 per vertex, row-major,
 //     exactly the kDegreeHistogram artefact, compared with HistogramEmd.
 //
@@ -29,7 +28,12 @@
 
 namespace nodefl::server::fedwalk {
 
-// Column padding of ordered matrices, in rows: one 256-bit vector of floats.
+// Layout of one ordered matrix with r > 0 rows (an empty matrix takes no
+// space): kMatrixLanes zero floats, then k columns of `pitch` floats each,
+// pitch = r rounded up to a multiple of kMatrixLanes, plus kMatrixLanes.
+// Every column therefore has at least kMatrixLanes zeros on both sides, so a
+// kernel may read up to kMatrixLanes - 1 rows before row 0 and after the last
+// row of any column.
 inline constexpr uint32_t kMatrixLanes = 8;
 
 // Largest row count one vertex may have. Far above any real degree; it keeps
@@ -38,16 +42,22 @@ inline constexpr uint32_t kMatrixLanes = 8;
 inline constexpr uint32_t kMaxMatrixRows = 1u << 26;
 
 // A read-only view of one vertex's ordered degree matrix, column-major:
-// value (row r, column c) is columns[c * pitch + r]; rows r in
-// [rows, pitch) of every column are zero.
+// value (row r, column c) is columns[c * pitch + r]; the guard rows around
+// each column (see kMatrixLanes) are zero.
 struct OrderedMatrixView {
   const float* columns = nullptr;
   uint32_t rows = 0;
-  uint32_t pitch = 0;  // multiple of kMatrixLanes, >= rows
+  uint32_t pitch = 0;  // multiple of kMatrixLanes, >= rows + kMatrixLanes
   uint32_t k = 0;      // columns (bins)
 
   float at(uint32_t row, uint32_t column) const { return columns[size_t{column} * pitch + row]; }
 };
+
+// Floats taken by a `rows` x k matrix in the layout above.
+size_t OrderedMatrixFloats(uint32_t rows, uint32_t k);
+// Writes a row-major `rows` x k matrix into `out` (OrderedMatrixFloats
+// floats) in the layout above and returns its view.
+OrderedMatrixView PackOrderedMatrix(const float* row_major, uint32_t rows, uint32_t k, float* out);
 
 class FeatureStore {
  public:
