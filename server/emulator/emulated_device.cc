@@ -84,7 +84,8 @@ Status EmulatedDevice::Init() {
   ledger_ = std::make_unique<PrivacyLedger>(Span<LedgerEntry>(ledger_entries_));
   hct_neighbours_.resize(setup_.neighbours.size());
   for (size_t i = 0; i < hct_neighbours_.size(); ++i) hct_neighbours_[i].id = setup_.neighbours[i];
-  codebook_pool_.resize(setup_.neighbours.size() * size_t{fleet_.codebook_entries_per_neighbour});
+  codebook_pool_.resize(setup_.neighbours.size() * size_t{fleet_.codebook_entries_per_neighbour} +
+                        FleetSetup::kCodebookSpareEntries);
   if (fleet_.keep_tree_and_bin_plan && fleet_.vertex_count > 0) {
     tree_storage_.resize(static_cast<size_t>(fedwalk::TreeArtefactBytes(fleet_.vertex_count)));
     bin_plan_storage_.resize(fleet_.vertex_count);

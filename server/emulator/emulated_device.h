@@ -91,11 +91,13 @@ struct FleetSetup {
   // Timers only: heartbeats, deadlines. Progress is driven by traffic (a
   // poll after every read and every completed write).
   std::chrono::milliseconds poll_interval{1000};
-  // FedWalk HCT storage per device: codebook entries per neighbour (the
-  // job's K must not exceed it for every row to fit), and whether to keep
+  // FedWalk HCT storage per device: codebook entries per neighbour plus a
+  // spare of kCodebookSpareEntries (rows hold one to a few entries at the
+  // paper's epsilon; deg x K always suffices), and whether to keep
   // the published tree and the whole bin plan (memory: ~13 bytes per vertex
   // per device).
-  uint32_t codebook_entries_per_neighbour = 32;
+  uint32_t codebook_entries_per_neighbour = 8;
+  static constexpr uint32_t kCodebookSpareEntries = 1024;
   bool keep_tree_and_bin_plan = false;
   uint32_t vertex_count = 0;  // for sizing the kept tree and bin plan
 };

@@ -45,7 +45,7 @@ struct Options {
   uint32_t timeout_s = 1800;
   uint32_t messages_per_edge = 1;
   std::string job = "neighbour-echo";
-  uint32_t codebook_capacity = 32;
+  uint32_t codebook_capacity = 8;
   bool keep_tree = false;
 };
 
@@ -70,8 +70,8 @@ void PrintHelp() {
       "  --messages-per-edge M    neighbour-echo: the server's job_messages_per_edge\n"
       "                           (default 1), to check the devices' totals against the graph\n"
       "  --codebook-capacity K    fedwalk-hct: codebook entries each device can keep per\n"
-      "                           neighbour (default 32; the server's fedwalk_codebook_k\n"
-      "                           must not exceed it)\n"
+      "                           neighbour, plus 1024 spare (default 8; rows at the paper's\n"
+      "                           epsilon hold 1-3 entries; a device out of room reports it)\n"
       "  --keep-tree              fedwalk-hct: every device also keeps the published tree\n"
       "                           and the whole bin plan (~13 bytes per vertex per device)\n"
       "  --help                   this text\n"

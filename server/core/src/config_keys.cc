@@ -61,7 +61,7 @@ constexpr std::array kKeys = {
     KeySpec{"fedwalk_epsilon_upload", &C::fedwalk_epsilon_upload,
             "fedwalk-hct epsilon of each strict-mode histogram"},
     KeySpec{"fedwalk_epsilon_walk", &C::fedwalk_epsilon_walk, "fedwalk-hct epsilon of the Eq. 12 codebook"},
-    KeySpec{"fedwalk_codebook_k", &C::fedwalk_codebook_k, "fedwalk-hct codebook entries kept per vertex"},
+    KeySpec{"fedwalk_codebook_k", &C::fedwalk_codebook_k, "fedwalk-hct most codebook entries per vertex (entries below 1e-12 are dropped)"},
     KeySpec{"fedwalk_linkage", &C::fedwalk_linkage, "fedwalk-hct HCT linkage: average, complete or single"},
     KeySpec{"threads", &C::threads, "I/O threads, by default one per hardware thread"},
     KeySpec{"log_level", &C::log_level, "debug, info, warn or error"},

@@ -166,6 +166,15 @@ std::vector<RoundStart> FedWalkHctJob::OnUpload(uint32_t device, uint32_t round,
       return {};
     }
   }
+  // A device that reconnects re-sends a round's upload it may not have
+  // finished sending (the same stored values; hct_role.h): once its report
+  // for that round is in, a repeat changes nothing.
+  const bool already_reported = (round == fw::kRoundBinning && r.state != State::kBinning) ||
+                                (round == fw::kRoundMatrix && r.state != State::kBinning && r.state != State::kMatrix);
+  if (already_reported && r.state != State::kFailed && r.state != State::kMissed) {
+    ++summary_.repeated_uploads;
+    return {};
+  }
   // Anything else is out of phase or of the wrong kind: the device does
   // not follow the protocol, and it is left out from here on.
   ++summary_.protocol_errors;

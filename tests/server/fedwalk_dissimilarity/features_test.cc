@@ -35,23 +35,32 @@ TEST(FeatureStoreTest, KeepsMatricesColumnMajorWithZeroPadding) {
   EXPECT_EQ(store.rows(2), 9u);
   EXPECT_EQ(store.total_rows(), 11u);
 
+  // Layout: 8 guard zeros, then k columns of pitch = roundup(rows, 8) + 8.
   const OrderedMatrixView m0 = store.matrix(0);
-  EXPECT_EQ(m0.pitch, 8u);
+  EXPECT_EQ(m0.pitch, 16u);
   EXPECT_EQ(m0.at(0, 0), 1.0f);
   EXPECT_EQ(m0.at(1, 0), 4.0f);
+  EXPECT_EQ(m0.at(0, 1), 2.0f);
   EXPECT_EQ(m0.at(1, 2), 6.0f);
-  // Column 1 starts one pitch after column 0 and rows 2..7 are padding.
-  EXPECT_EQ(m0.columns[8], 2.0f);
+  EXPECT_EQ(m0.columns[16], 2.0f);  // column 1 starts one pitch after column 0
+  // Every column has at least 8 zero rows before and after it.
   for (uint32_t c = 0; c < 3; ++c) {
-    for (uint32_t r = 2; r < 8; ++r) EXPECT_EQ(m0.columns[c * 8 + r], 0.0f);
+    for (int r = -8; r < 0; ++r) EXPECT_EQ(m0.columns[static_cast<int>(c * 16) + r], 0.0f);
+    for (uint32_t r = 2; r < 16; ++r) EXPECT_EQ(m0.columns[c * 16 + r], 0.0f);
   }
-  EXPECT_EQ(store.matrix(1).pitch, 0u);
+  EXPECT_EQ(store.matrix(1).rows, 0u);  // an empty matrix takes no space
   const OrderedMatrixView m2 = store.matrix(2);
-  EXPECT_EQ(m2.pitch, 16u);
+  EXPECT_EQ(m2.pitch, 24u);
   EXPECT_EQ(m2.at(8, 2), nine[8 * 3 + 2]);
   EXPECT_EQ(m2.at(4, 1), nine[4 * 3 + 1]);
-  EXPECT_EQ(m2.columns[2 * 16 + 15], 0.0f);
-  EXPECT_GE(store.bytes(), (8 + 16) * 3 * sizeof(float));
+  for (int r = -8; r < 0; ++r) EXPECT_EQ(m2.columns[r], 0.0f);
+  for (uint32_t r = 9; r < 24; ++r) EXPECT_EQ(m2.columns[2 * 24 + r], 0.0f);
+  EXPECT_EQ(m2.columns + 2 * 24 + 24, m0.columns - 8 + OrderedMatrixFloats(2, 3) + OrderedMatrixFloats(9, 3))
+      << "vertex 2 ends where the store's floats end";
+  EXPECT_EQ(OrderedMatrixFloats(2, 3), 8u + 3 * 16);
+  EXPECT_EQ(OrderedMatrixFloats(9, 3), 8u + 3 * 24);
+  EXPECT_EQ(OrderedMatrixFloats(0, 3), 0u);
+  EXPECT_GE(store.bytes(), (OrderedMatrixFloats(2, 3) + OrderedMatrixFloats(9, 3)) * sizeof(float));
 }
 
 TEST(FeatureStoreTest, RejectsBadMatrices) {

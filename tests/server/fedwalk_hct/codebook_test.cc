@@ -205,7 +205,8 @@ TEST(CodebookTest, TiesGoToTheSmallerVertexId) {
 TEST(CodebookTest, SmallTruncatedMassIsRelativelyAccurate) {
   constexpr double kEpsilon = 30;
   const Job job = MakeJob(14, 40, 40);
-  const Codebook cb = BuildOrFail(job, {.epsilon = kEpsilon, .k = 6});
+  // min_probability 0: keep all K, so the dropped mass is exactly the tail.
+  const Codebook cb = BuildOrFail(job, {.epsilon = kEpsilon, .k = 6, .min_probability = 0});
   int tiny = 0;
   for (uint32_t leaf = 0; leaf < 40; ++leaf) {
     const std::vector<double> lw = LogWeights(job, leaf, kEpsilon);
@@ -219,6 +220,31 @@ TEST(CodebookTest, SmallTruncatedMassIsRelativelyAccurate) {
     tiny += dropped < 1e-10;
   }
   EXPECT_GT(tiny, 0);
+}
+
+// Entries below min_probability leave the row and count as truncated mass;
+// at least the most probable entry always stays.
+TEST(CodebookTest, NegligibleEntriesJoinTheTruncatedMass) {
+  constexpr double kEpsilon = 30;
+  constexpr double kCut = 1e-6;
+  const Job job = MakeJob(14, 40, 40);
+  const Codebook cb = BuildOrFail(job, {.epsilon = kEpsilon, .k = 6, .min_probability = kCut});
+  int shortened = 0;
+  for (uint32_t leaf = 0; leaf < 40; ++leaf) {
+    const std::vector<double> lw = LogWeights(job, leaf, kEpsilon);
+    const std::vector<double> p = nodefl::testing::NormalizedLogWeights(lw);
+    const std::vector<uint32_t> order = ByProbability(job, lw);
+    size_t expected = 1;
+    while (expected < 6 && p[order[expected]] >= kCut) ++expected;
+    const uint32_t v = job.tree.leaf_vertex(leaf);
+    ASSERT_EQ(cb.row(v).size(), expected) << "leaf " << leaf;
+    double dropped = 0;
+    for (size_t j = expected; j < order.size(); ++j) dropped += p[order[j]];
+    EXPECT_NEAR(cb.truncated_mass(v), dropped, 1e-6 * std::max(dropped, 1e-3)) << "leaf " << leaf;
+    for (size_t j = 0; j < expected; ++j) EXPECT_EQ(cb.row(v)[j].vertex, job.tree.leaf_vertex(order[j]));
+    shortened += expected < 6;
+  }
+  EXPECT_GT(shortened, 0);  // the case is exercised
 }
 
 TEST(CodebookTest, AbsentVerticesHaveEmptyRows) {

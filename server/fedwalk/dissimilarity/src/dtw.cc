@@ -101,7 +101,8 @@ template <bool kFullBlock>
 
     // Upper neighbours: lane r takes lane r + 1 of the previous step; lane 7
     // the block above's row at its column t + 1.
-    const Quad above = Quad{} + cost[t + 1];
+    const double above_value = cost[t + 1];
+    const Quad above = {above_value, above_value, above_value, above_value};
     const Quad up_low = __builtin_shufflevector(value_low, value_high, 1, 2, 3, 4);
     const Quad up_high = __builtin_shufflevector(value_high, above, 1, 2, 3, 4);
     // min(up, upper-left, left) + distance; the upper-left neighbour is the
@@ -178,9 +179,14 @@ double DtwL1(const OrderedMatrixView& a, const OrderedMatrixView& b, DtwWorkspac
   NODEFL_CHECK(a.k == b.k);
   if (a.rows == 0) return RowL1Norms(b);  // 0 when both are empty
   if (b.rows == 0) return RowL1Norms(a);
-  // The shorter matrix is the inner one: the cost row and the inner columns
-  // stay small enough for L1 cache. Swapping is exact (dtw.h).
-  const bool a_outer = a.rows >= b.rows;
+  // Either matrix can be the inner one (the DP is symmetric, dtw.h): take
+  // the orientation with fewer sweep steps. Blocks of 8 outer rows take
+  // inner + 7 steps each, so a short inner matrix wastes steps on the
+  // diagonal's ramp and a short outer one wastes lanes in its last block.
+  const auto steps = [](const OrderedMatrixView& outer, const OrderedMatrixView& inner) {
+    return uint64_t{(outer.rows + kMatrixLanes - 1) / kMatrixLanes} * (inner.rows + kMatrixLanes - 1);
+  };
+  const bool a_outer = steps(a, b) <= steps(b, a);
   const OrderedMatrixView& outer = a_outer ? a : b;
   const OrderedMatrixView& inner = a_outer ? b : a;
   return DtwKernel(outer, inner, workspace.CostRow(size_t{inner.rows} + kMatrixLanes));

@@ -17,7 +17,8 @@ namespace {
 
 bool OptionsValid(const CodebookOptions& o) {
   return std::isfinite(o.epsilon) && o.epsilon > 0 && std::isfinite(o.score_scale) && o.score_scale > 0 &&
-         std::isfinite(o.epsilon * o.score_scale) && o.k >= 1 && o.k <= nodefl::fedwalk::kMaxCodebookK;
+         std::isfinite(o.epsilon * o.score_scale) && o.k >= 1 && o.k <= nodefl::fedwalk::kMaxCodebookK &&
+         o.min_probability >= 0 && o.min_probability < 1;
 }
 
 bool FiniteNonNegative(const CondensedMatrix& d) {
@@ -50,6 +51,7 @@ std::optional<Codebook> Codebook::Build(const CondensedMatrix& dissim, const Hct
   cb.row_begin_[vertex_count] = offset;
   cb.entries_.resize(offset);
   cb.truncated_mass_.assign(vertex_count, 0.0f);
+  std::vector<uint32_t> used_entries(vertex_count, 0);
 
   const double exponent_scale = options.epsilon * options.score_scale;
   // Rows cost the same, so a shared counter handing out small batches
@@ -68,7 +70,10 @@ std::optional<Codebook> Codebook::Build(const CondensedMatrix& dissim, const Hct
         const std::span<Entry> slot(cb.entries_.data() + cb.row_begin_[v], row_size);
         // Below 1 in double (the top entry weighs 1), but float rounding
         // could reach 1 for millions of leaves; Parse would refuse that.
-        cb.truncated_mass_[v] = std::min(static_cast<float>(builder.Build(leaf, slot)), kBelowOne);
+        size_t used = 0;
+        cb.truncated_mass_[v] =
+            std::min(static_cast<float>(builder.Build(leaf, slot, options.min_probability, &used)), kBelowOne);
+        used_entries[v] = static_cast<uint32_t>(used);
       }
     }
   };
@@ -78,6 +83,16 @@ std::optional<Codebook> Codebook::Build(const CondensedMatrix& dissim, const Hct
     for (unsigned t = 1; t < threads; ++t) workers.emplace_back(work);
     work();
   }  // jthreads join here
+  // Close the gaps left by rows shorter than min(K, m).
+  size_t write = 0;
+  for (uint32_t v = 0; v < vertex_count; ++v) {
+    const size_t begin = cb.row_begin_[v];
+    cb.row_begin_[v] = write;
+    for (uint32_t j = 0; j < used_entries[v]; ++j) cb.entries_[write++] = cb.entries_[begin + j];
+  }
+  cb.row_begin_[vertex_count] = write;
+  cb.entries_.resize(write);
+  cb.entries_.shrink_to_fit();
   return cb;
 }
 

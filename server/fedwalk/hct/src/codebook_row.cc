@@ -42,9 +42,10 @@ void CodebookRowBuilder::ComputeLogWeights(uint32_t leaf) {
   }
 }
 
-double CodebookRowBuilder::Build(uint32_t leaf, std::span<nodefl::fedwalk::CodebookEntry> out) {
+double CodebookRowBuilder::Build(uint32_t leaf, std::span<nodefl::fedwalk::CodebookEntry> out, double min_probability,
+                                 size_t* used) {
   const uint32_t m = dissim_.n();
-  const size_t k = out.size();
+  size_t k = out.size();
   ComputeLogWeights(leaf);
 
   const auto vertex = [this](uint32_t x) { return tree_.leaf_vertex(x); };
@@ -94,7 +95,22 @@ double CodebookRowBuilder::Build(uint32_t leaf, std::span<nodefl::fedwalk::Codeb
     if (log_weight_[x] < cut) dropped += std::exp(log_weight_[x] - max_log_weight);
   }
 
-  BuildAliasQ31(kept_weight_, out);
+  // Entries below min_probability (relative to the whole row) join the
+  // truncated mass: with the paper's raw scores nearly all mass sits on a
+  // few vertices, and shipping K - 1 entries of probability 1e-300 to every
+  // device would multiply the codebook's size for nothing. The first entry
+  // (weight 1) always stays.
+  const double total = kept + dropped;
+  size_t keep = k;
+  while (keep > 1 && kept_weight_[keep - 1] / total < min_probability) {
+    --keep;
+    kept -= kept_weight_[keep];
+    dropped += kept_weight_[keep];
+  }
+  kept_weight_.resize(keep);
+  k = keep;
+  *used = keep;
+  BuildAliasQ31(kept_weight_, out.first(keep));
   return dropped / (kept + dropped);
 }
 

@@ -21,10 +21,12 @@ class CodebookRowBuilder {
   // u(v1, v2) + const. dissim must be finite and non-negative (Build checks).
   CodebookRowBuilder(const CondensedMatrix& dissim, const HctTree& tree, double exponent_scale);
 
-  // Writes the row of leaf `leaf` into `out` (out.size() = min(K, m) entries,
-  // most probable first, ties by smaller vertex id) and returns the exact
+  // Writes the row of leaf `leaf` into `out` (room for min(K, m) entries,
+  // most probable first, ties by smaller vertex id; entries whose
+  // probability is below `min_probability` are left out too, keeping at
+  // least one), sets *used to the entries written, and returns the exact
   // probability mass of the leaves left out.
-  double Build(uint32_t leaf, std::span<nodefl::fedwalk::CodebookEntry> out);
+  double Build(uint32_t leaf, std::span<nodefl::fedwalk::CodebookEntry> out, double min_probability, size_t* used);
 
  private:
   void ComputeLogWeights(uint32_t leaf);

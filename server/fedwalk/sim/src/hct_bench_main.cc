@@ -31,7 +31,7 @@ struct Options {
   nodefl::PrivacyMode mode = nodefl::PrivacyMode::kStrict;
   unsigned threads = 0;
   uint32_t bins = 0;
-  uint32_t codebook_k = 32;
+  uint32_t codebook_k = 256;
   double epsilon = 2.0;
   uint64_t seed = 1;
   bool attack = true;
@@ -46,7 +46,7 @@ void Usage(std::FILE* out) {
                "  --mode M           strict (default) or paper\n"
                "  --threads N        compute threads (default: hardware threads)\n"
                "  --bins K           bins (default floor(ln n), at most 16)\n"
-               "  --codebook-k K     codebook entries per vertex (default 32)\n"
+               "  --codebook-k K     most codebook entries per vertex (default 256)\n"
                "  --epsilon E        epsilon of every mechanism (default 2)\n"
                "  --seed S           seed of the bin plan and the simulated devices (default 1)\n"
                "  --no-attack        skip the neighbour-recovery attack\n"

@@ -88,7 +88,8 @@ struct HctParameters {
   double epsilon_bins = 2.0;           // degree vector (both modes)
   double epsilon_upload = 2.0;         // strict histogram (unused in paper mode)
   double epsilon_walk = 2.0;           // Eq. 12 codebook (informational here)
-  uint16_t codebook_k = 32;            // entries kept per codebook row
+  uint16_t codebook_k = 256;           // most entries kept per codebook row (rows drop
+                                       // entries below 1e-12; see docs/fedwalk.md)
 };
 
 inline constexpr size_t kHctParametersBytes = 36;

@@ -80,7 +80,7 @@ struct ServerConfig {
   double fedwalk_epsilon_bins = 2.0;     // degree vectors
   double fedwalk_epsilon_upload = 2.0;   // strict mode histograms
   double fedwalk_epsilon_walk = 2.0;     // Eq. 12 codebook
-  uint32_t fedwalk_codebook_k = 32;      // entries kept per codebook row
+  uint32_t fedwalk_codebook_k = 256;     // most entries kept per codebook row
   std::string fedwalk_linkage = "average";  // average | complete | single
   // Process.
   uint32_t threads = 0;  // 0 until defaulted: DefaultServerConfig() sets hardware_concurrency

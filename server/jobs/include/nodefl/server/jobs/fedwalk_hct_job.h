@@ -73,6 +73,7 @@ struct HctSummary {
   double epsilon_max = 0, epsilon_median = 0;  // per-device totals of this job
   uint32_t unbounded_devices = 0;               // devices that made a release with no DP bound
   uint64_t protocol_errors = 0;
+  uint64_t repeated_uploads = 0;   // re-sent after a reconnect, ignored
 };
 
 class FedWalkHctJob final : public Job {

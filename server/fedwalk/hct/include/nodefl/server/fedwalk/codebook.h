@@ -31,6 +31,10 @@ struct CodebookOptions {
   // mode can pass 1 / (2 * sensitivity) for the textbook mechanism.
   double score_scale = 1.0;  // finite and > 0
   unsigned threads = 2;      // rows are built on this many threads (0 = 1)
+  // Entries less probable than this (relative to their row) are not kept:
+  // their mass is reported as truncated. 0 keeps all K. The default drops
+  // only entries no sampler would ever draw in practice (1e-12 per draw).
+  double min_probability = 1e-12;  // in [0, 1)
 };
 
 class Codebook {
@@ -41,8 +45,9 @@ class Codebook {
 
   // One row per vertex id 0 .. vertex_count-1; row v (v = tree.leaf_vertex(i))
   // uses row i of `dissim`, which is indexed by leaf like the tree. Vertices
-  // that are no leaf get an empty row. Each row holds min(K, m) entries in
-  // order of decreasing probability (ties: smaller vertex id first).
+  // that are no leaf get an empty row. Each row holds at most min(K, m)
+  // entries (fewer when the rest fall below min_probability) in order of
+  // decreasing probability (ties: smaller vertex id first).
   // std::nullopt if dissim.n() != tree.leaf_count(), a leaf vertex id is
   // not below vertex_count, vertex_count >= kAbsentVertex, a dissimilarity
   // is negative or not finite, or an option is out of range.
