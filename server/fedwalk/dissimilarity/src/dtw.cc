@@ -5,8 +5,8 @@
 //
 // Why anti-diagonals: along a DP row every cell waits for its left
 // neighbour (a min and an add of latency), and along a column for the cell
-// above, but the cells (i0 + 7 - r, j0 + r) of one anti-diagonal are
-// independent. A block of 8 outer rows is therefore swept in y + 7 steps; in
+// above, but the 8 cells (i0 + 7 - r, j0 + r), r = 0 .. 7, of one
+// anti-diagonal are independent. A block of 8 outer rows is therefore swept in y + 7 steps; in
 // step t lane r holds the cell of outer row i0 + 7 - r (lane 7 is the top
 // row) and inner column t - 7 + r. With that lane order:
 //   * the 8 inner rows a step needs, t-7 .. t, are consecutive in a column:
@@ -26,7 +26,6 @@
 // DtwRelativeTolerance in dtw.h. Built with -O3 (CMakeLists.txt); on x86-64
 // GCC/Clang also emit an AVX2 clone chosen at load time, other targets use
 // the portable default (generic vectors lower to SSE2, NEON, or scalars).
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -50,11 +49,11 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 static_assert(kMatrixLanes == 8, "the lane shuffles below are written for 8 lanes");
 
-// Generic vectors (GCC/Clang). Only used inside one function and never passed
-// by value, so the vector calling convention never matters.
+// Generic vectors (GCC/Clang; __builtin_shufflevector needs GCC >= 12). Only
+// used inside one function and never passed by value, so the vector calling
+// convention never matters.
 typedef float Lanes __attribute__((vector_size(8 * sizeof(float))));
 typedef uint32_t LaneBits __attribute__((vector_size(8 * sizeof(float))));
-typedef float HalfLanes __attribute__((vector_size(4 * sizeof(float))));
 typedef double Quad __attribute__((vector_size(4 * sizeof(double))));
 
 // Sweeps outer rows first .. first+7 (0-based; rows past outer.rows are

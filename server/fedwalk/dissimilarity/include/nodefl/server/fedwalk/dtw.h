@@ -31,7 +31,7 @@ namespace nodefl::server::fedwalk {
 double DtwL1Reference(const float* a, size_t rows_a, const float* b, size_t rows_b, size_t k);
 
 // Per-thread scratch space of DtwL1: one rolling cost row, sized for the
-// shorter sequence of the largest pair seen so far. Grows only, so a warmed
+// inner matrix of the largest pair seen so far. Grows only, so a warmed
 // workspace makes DtwL1 allocation-free. Not shared between threads.
 class DtwWorkspace {
  public:
@@ -62,8 +62,10 @@ constexpr double DtwRelativeTolerance(size_t k) {
 
 // The fast exact DTW: the same recurrence evaluated 8 cells at a time along
 // anti-diagonals of 8-row blocks (dtw.cc explains), distances vectorised
-// over the store's contiguous columns, O(min(x, y)) memory in `workspace`.
-// The shorter matrix is the inner one. Both views must have the same k.
+// over the store's contiguous columns. Whichever orientation needs fewer
+// sweep steps is used (usually the shorter matrix is the inner one); memory
+// is one cost row of the inner length in `workspace`. Both views must have
+// the same k.
 double DtwL1(const OrderedMatrixView& a, const OrderedMatrixView& b, DtwWorkspace& workspace);
 
 // Same for row-major input (k floats per row, as DtwL1Reference takes): the
