@@ -68,8 +68,11 @@ TEST(FeatureStoreTest, RejectsBadMatrices) {
   EXPECT_FALSE(store.AddOrderedMatrix(std::vector<float>{1, 2, 3}, 2).ok());  // size != rows * k
   EXPECT_FALSE(store.AddOrderedMatrix(std::vector<float>{1, std::nanf("")}, 1).ok());
   EXPECT_FALSE(store.AddOrderedMatrix(std::vector<float>{std::numeric_limits<float>::infinity(), 0}, 1).ok());
+  EXPECT_FALSE(store.AddOrderedMatrix(std::vector<float>{0, -2.0f * kMaxMatrixValue}, 1).ok());
+  EXPECT_TRUE(store.AddOrderedMatrix(std::vector<float>{kMaxMatrixValue, -kMaxMatrixValue}, 1).ok());
   EXPECT_FALSE(store.AddHistogram(std::vector<int32_t>{1, 2}).ok());  // wrong kind
-  EXPECT_EQ(store.size(), 0u);  // nothing half-added
+  EXPECT_EQ(store.size(), 1u);  // only the valid one; nothing half-added
+  EXPECT_EQ(store.total_rows(), 1u);
 }
 
 TEST(FeatureStoreTest, KeepsHistogramsRowMajor) {

@@ -68,7 +68,7 @@ void Usage(FILE* out) {
                "  --graph DIR     dataset folder (required)\n"
                "  --bins K        bins k, 1..16 (default floor(ln n), at least 1)\n"
                "  --epsilon E     Laplace(1/E) noise on degree vectors (default 2)\n"
-               "  --pairs N       random vertex pairs timed with both versions (default 2000)\n"
+               "  --pairs N       random vertex pairs timed with both versions, >= 1 (default 2000)\n"
                "  --seed S        seed of bin plan, noise and pair sampling (default 1)\n"
                "  --threads T     threads for --all-pairs (default: all cores)\n"
                "  --all-pairs     also time the full all-pairs pass with the fast version\n"
@@ -112,7 +112,7 @@ std::optional<Options> Parse(int argc, char** argv, bool& help) {
       o.epsilon = std::strtod(v, &end);
       ok = end != v && *end == '\0' && std::isfinite(o.epsilon) && o.epsilon > 0;
     } else if (arg == "--pairs") {
-      ok = ParseUnsigned(v, uint64_t{1} << 32, u);
+      ok = ParseUnsigned(v, uint64_t{1} << 32, u) && u >= 1;
       o.pairs = u;
     } else if (arg == "--seed") {
       ok = ParseUnsigned(v, UINT64_MAX, u);
@@ -215,6 +215,10 @@ int main(int argc, char** argv) {
   }
   std::printf("pairs        %llu random pairs, %.4g DP cells (single thread)\n\n",
               static_cast<unsigned long long>(opt.pairs), cells);
+  if (cells == 0) {
+    std::fprintf(stderr, "nodefl-dtw-bench: the sampled pairs have no DP cells (isolated vertices)\n");
+    return 1;
+  }
 
   std::vector<double> reference(pairs.size());
   std::vector<double> fast(pairs.size());

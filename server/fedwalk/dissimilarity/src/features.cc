@@ -52,7 +52,7 @@ Status FeatureStore::AddOrderedMatrix(std::span<const float> rows_row_major, uin
   if (kind_ != Kind::kOrderedMatrices || rows > kMaxMatrixRows) return Status::InvalidArgument();
   if (rows_row_major.size() != size_t{rows} * bins_) return Status::InvalidArgument();
   for (const float value : rows_row_major) {
-    if (!std::isfinite(value)) return Status::InvalidArgument();
+    if (!(std::fabs(value) <= kMaxMatrixValue)) return Status::InvalidArgument();  // also NaN
   }
   const size_t start = floats_.size();
   floats_.resize(start + OrderedMatrixFloats(rows, bins_));

@@ -37,9 +37,15 @@ namespace nodefl::server::fedwalk {
 inline constexpr uint32_t kMatrixLanes = 8;
 
 // Largest row count one vertex may have. Far above any real degree; it keeps
-// rows * pitch arithmetic comfortably inside 64 bits and rejects nonsense
-// sizes before they become allocations.
+// every pitch (rows + up to 15) inside uint32_t and rejects nonsense sizes
+// before they become allocations.
 inline constexpr uint32_t kMaxMatrixRows = 1u << 26;
+
+// Largest magnitude of a matrix value. An honest value is a noised neighbour
+// count, far below this; the bound keeps every float L1 distance (at most
+// 16 * 2 * 2^30) and every DTW cost finite, so no upload can turn a
+// dissimilarity into infinity.
+inline constexpr float kMaxMatrixValue = 1073741824.0f;  // 2^30
 
 // A read-only view of one vertex's ordered degree matrix, column-major:
 // value (row r, column c) is columns[c * pitch + r]; the guard rows around
@@ -72,8 +78,9 @@ class FeatureStore {
   // Appends the next vertex's matrix: `rows` rows of k floats, row-major (the
   // kOrderedMatrix artefact's body). kInvalidArgument if this store holds
   // histograms, if the span's size is not rows * k, if rows exceeds
-  // kMaxMatrixRows, or if any value is not finite (a NaN would poison every
-  // min() in the DTW, and a device's upload must not be able to do that).
+  // kMaxMatrixRows, or if any value is NaN or beyond +-kMaxMatrixValue (a
+  // NaN would poison every min() in the DTW, a huge value make distances
+  // infinite; a device's upload must not be able to do either).
   Status AddOrderedMatrix(std::span<const float> rows_row_major, uint32_t rows);
   // Appends the next vertex's histogram: bins * buckets counts, row-major.
   // kInvalidArgument if this store holds matrices or the size is wrong.
