@@ -262,9 +262,14 @@ int main(int argc, char** argv) {
     if ((v + 1) % 2000 == 0) std::fprintf(stderr, "loaded %u/%u devices\n", v + 1, n);
   }
   bundle = {};  // private keys now live only inside the devices' TLS contexts
-  std::printf("emulating %u devices of %s (%llu sealed messages expected: directed edges x %u) against %s:%u\n",
-              n, g.name.c_str(), static_cast<unsigned long long>(expected), opt->messages_per_edge,
-              opt->host.c_str(), opt->port);
+  if (opt->job == "fedwalk-hct") {
+    std::printf("emulating %u devices of %s for fedwalk-hct against %s:%u\n", n, g.name.c_str(), opt->host.c_str(),
+                opt->port);
+  } else {
+    std::printf("emulating %u devices of %s (%llu sealed messages expected: directed edges x %u) against %s:%u\n",
+                n, g.name.c_str(), static_cast<unsigned long long>(expected), opt->messages_per_edge,
+                opt->host.c_str(), opt->port);
+  }
   std::fflush(stdout);
 
   for (auto& d : devices) d->Start();
@@ -289,16 +294,27 @@ int main(int argc, char** argv) {
       const bool stop = all_done || timed_out || interrupted.load();
       if (std::chrono::steady_clock::now() - last_print >= std::chrono::seconds(2) || stop) {
         last_print = std::chrono::steady_clock::now();
-        std::fprintf(stderr,
-                     "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, finished %llu, "
-                     "failed %llu, sealed sent %llu, verified %llu/%llu\n",
-                     elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
-                     static_cast<unsigned long long>(stats.connecting.load()),
-                     static_cast<unsigned long long>(stats.reconnects.load()),
-                     static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed),
-                     static_cast<unsigned long long>(stats.sealed_sent.load()),
-                     static_cast<unsigned long long>(stats.verified_received.load()),
-                     static_cast<unsigned long long>(expected));
+        if (opt->job == "fedwalk-hct") {
+          std::fprintf(stderr,
+                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, round reports %llu "
+                       "(3 per device), finished %llu, failed %llu\n",
+                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                       static_cast<unsigned long long>(stats.connecting.load()),
+                       static_cast<unsigned long long>(stats.reconnects.load()),
+                       static_cast<unsigned long long>(stats.hct_rounds_reported.load()),
+                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
+        } else {
+          std::fprintf(stderr,
+                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, finished %llu, "
+                       "failed %llu, sealed sent %llu, verified %llu/%llu\n",
+                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                       static_cast<unsigned long long>(stats.connecting.load()),
+                       static_cast<unsigned long long>(stats.reconnects.load()),
+                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed),
+                       static_cast<unsigned long long>(stats.sealed_sent.load()),
+                       static_cast<unsigned long long>(stats.verified_received.load()),
+                       static_cast<unsigned long long>(expected));
+        }
       }
       if (stop) {
         if (timed_out) std::fprintf(stderr, "nodefl-emulate: timeout after %u s\n", opt->timeout_s);

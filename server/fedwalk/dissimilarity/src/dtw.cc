@@ -128,7 +128,7 @@ template <bool kFullBlock>
       cost[t - 6 + out_lane] = out;
     }
   }
-  cost[0] = kInf;  // cost(row, 0) for every row below 0
+  cost[0] = kInf;  // cost(i, 0) = +inf for every DP row i >= 1
 }
 
 // Both matrices non-empty. cost has inner.rows + kMatrixLanes entries.
