@@ -256,6 +256,11 @@ TEST_P(FedWalkHctJobTest, UploadsOfTheOtherModeOrRoundAreRefused) {
   StoreF32Le(std::numeric_limits<float>::infinity(), bad.data());
   job.OnUpload(1, 1, kDegreeVector, bad, 2);
   EXPECT_EQ(job.devices().at(1).state, HctDeviceRecord::State::kFailed);
+  // So would an absurdly large one.
+  std::vector<uint8_t> huge = VectorBytes(sim_, 2);
+  StoreF32Le(1e12f, huge.data());
+  job.OnUpload(2, 1, kDegreeVector, huge, 2);
+  EXPECT_EQ(job.devices().at(2).state, HctDeviceRecord::State::kFailed);
   // Reports from strangers change nothing.
   job.OnReport(999, 1, Report(), 3);
   EXPECT_EQ(job.summary().protocol_errors, 2u);

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/server/fedwalk/features.h"
 #include "nodefl/server/fedwalk/hct_pipeline.h"
 #include "nodefl/server/fedwalk/transcript_file.h"
 
@@ -45,8 +46,13 @@ std::vector<uint8_t> MakeBinPlan(const std::vector<uint32_t>& participants, uint
   return plan;
 }
 
-bool AllFinite(const std::vector<float>& v) {
-  return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+// Finite and within the feature store's range (features.h): a device must
+// not be able to make a distance infinite, or the whole job fail, with one
+// absurd value. Honest noised counts are far inside it.
+bool AllUsable(const std::vector<float>& v) {
+  return std::all_of(v.begin(), v.end(), [](float x) {
+    return std::isfinite(x) && std::fabs(x) <= fedwalk::kMaxMatrixValue;
+  });
 }
 
 }  // namespace
@@ -123,8 +129,8 @@ std::vector<RoundStart> FedWalkHctJob::OnUpload(uint32_t device, uint32_t round,
     }
     std::vector<float> row(k);
     for (uint32_t i = 0; i < k; ++i) row[i] = LoadF32Le(bytes.data() + 4 * i);
-    if (!AllFinite(row)) {
-      Fail(device, r, round, "degree vector with a non-finite value");
+    if (!AllUsable(row)) {
+      Fail(device, r, round, "degree vector with a non-finite or out-of-range value");
       return Poll(now_us);
     }
     std::copy(row.begin(), row.end(), vectors_.begin() + static_cast<std::ptrdiff_t>(size_t{device} * k));
@@ -144,8 +150,8 @@ std::vector<RoundStart> FedWalkHctJob::OnUpload(uint32_t device, uint32_t round,
       }
       std::vector<float> m(size_t{rows} * k);
       for (size_t i = 0; i < m.size(); ++i) m[i] = LoadF32Le(bytes.data() + 4 + 4 * i);
-      if (!AllFinite(m)) {
-        Fail(device, r, round, "ordered matrix with a non-finite value");
+      if (!AllUsable(m)) {
+        Fail(device, r, round, "ordered matrix with a non-finite or out-of-range value");
         return Poll(now_us);
       }
       transcript_.ordered_matrices[device] = std::move(m);
