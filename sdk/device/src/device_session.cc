@@ -207,6 +207,7 @@ Status DeviceSession::HandleEnvelope(uint64_t /*now_us*/) {
     case nodefl_wire_Envelope_peer_certificate_tag:
     case nodefl_wire_Envelope_chunk_header_tag:
     case nodefl_wire_Envelope_chunk_tag:
+    case nodefl_wire_Envelope_job_data_tag:
       return HandleJobMessage();
     default:
       // Device-to-server message types coming from the server.

@@ -34,6 +34,7 @@ constexpr BodyInfo kBodies[] = {
     {nodefl_wire_Envelope_relay_ack_tag, "relay_ack", kFromDevice},
     {nodefl_wire_Envelope_job_start_tag, "job_start", kFromServer},
     {nodefl_wire_Envelope_job_report_tag, "job_report", kFromDevice},
+    {nodefl_wire_Envelope_job_data_tag, "job_data", kFromDevice | kFromServer},
     {nodefl_wire_Envelope_chunk_header_tag, "chunk_header", kFromDevice | kFromServer},
     {nodefl_wire_Envelope_chunk_tag, "chunk", kFromDevice | kFromServer},
 };
@@ -120,7 +121,8 @@ bool MaySend(Peer sender, pb_size_t which_body) {
 
 bool IsKnownJobKind(uint32_t kind) {
   return kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO) ||
-         kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_FEDWALK_HCT);
+         kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_FEDWALK_HCT) ||
+         kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_FEDWALK_WALKS);
 }
 
 Status CheckEnvelope(const nodefl_wire_Envelope& env) {

@@ -156,8 +156,8 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
     return fail("credentials_dir", "required (folder of device-<id>.crt files)");
   }
   if (c.max_devices == 0) return fail("max_devices", "must be at least 1");
-  if (c.job != "none" && c.job != "neighbour-echo" && c.job != "fedwalk-hct") {
-    return fail("job", "'" + c.job + "' is not a known job (none, neighbour-echo, fedwalk-hct)");
+  if (c.job != "none" && c.job != "neighbour-echo" && c.job != "fedwalk-hct" && c.job != "fedwalk") {
+    return fail("job", "'" + c.job + "' is not a known job (none, neighbour-echo, fedwalk-hct, fedwalk)");
   }
   if (c.job_round_deadline_ms == 0) return fail("job_round_deadline_ms", "must be at least 1");
   if (c.job_messages_per_edge == 0 || c.job_messages_per_edge > (1u << 20)) {
@@ -187,6 +187,16 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
   if (c.fedwalk_linkage != "average" && c.fedwalk_linkage != "complete" && c.fedwalk_linkage != "single") {
     return fail("fedwalk_linkage", "'" + c.fedwalk_linkage + "' is not average, complete or single");
   }
+  if (c.fedwalk_encoder != "auto" && c.fedwalk_encoder != "raw" && c.fedwalk_encoder != "scaled") {
+    return fail("fedwalk_encoder", "'" + c.fedwalk_encoder + "' is not auto, raw or scaled");
+  }
+  if (c.fedwalk_walk_length < 2 || c.fedwalk_walk_length > 1000) return fail("fedwalk_walk_length", "must be 2..1000");
+  if (c.fedwalk_walks_per_vertex == 0) return fail("fedwalk_walks_per_vertex", "must be at least 1");
+  if (!(c.fedwalk_p >= 0 && c.fedwalk_p <= 1)) return fail("fedwalk_p", "must be a number in 0..1");
+  if (c.fedwalk_walk_timeout_ms == 0) return fail("fedwalk_walk_timeout_ms", "must be at least 1");
+  if (c.fedwalk_dim == 0 || c.fedwalk_dim > 4096) return fail("fedwalk_dim", "must be 1..4096");
+  if (c.fedwalk_window == 0) return fail("fedwalk_window", "must be at least 1");
+  if (c.fedwalk_negative == 0) return fail("fedwalk_negative", "must be at least 1");
   if (c.idle_timeout_ms == 0) return fail("idle_timeout_ms", "must be at least 1");
   if (c.heartbeat_interval_ms == 0) return fail("heartbeat_interval_ms", "must be at least 1");
   if (c.heartbeat_interval_ms >= c.idle_timeout_ms) {

@@ -338,11 +338,14 @@ void FedWalkHctJob::RunCompute() {
   options.codebook.epsilon = params_.epsilon_walk;
   options.codebook.k = params_.codebook_k;
   options.threads = options_.compute_threads;
+  options.scaled_encoder = options_.scaled_encoder;
   fedwalk::HctPipelineResult r = fedwalk::RunHctPipeline(transcript_, leaves_, options, &progress_);
   summary_.seconds_dissimilarity = r.seconds_dissimilarity;
   summary_.seconds_clustering = r.seconds_clustering;
   summary_.seconds_codebook = r.seconds_codebook;
   summary_.dissimilarity_bytes = r.dissimilarity_bytes;
+  summary_.score_sensitivity = r.score_sensitivity;
+  summary_.epsilon_per_encoding = r.epsilon_per_encoding;
   if (r.error.empty()) {
     summary_.max_truncated_mass = r.codebook->max_truncated_mass();
     *tree_bytes_ = r.tree->Serialize();
@@ -389,6 +392,14 @@ void FedWalkHctJob::Finish(uint64_t now_us) {
                                                   : (eps[eps.size() / 2 - 1] + eps[eps.size() / 2]) / 2;
   }
   WriteOutputs();
+}
+
+std::vector<uint32_t> FedWalkHctJob::CompletedDevices() const {
+  std::vector<uint32_t> out;
+  for (const auto& [id, r] : devices_) {
+    if (r.state == State::kDone) out.push_back(id);
+  }
+  return out;
 }
 
 bool FedWalkHctJob::succeeded() const {
@@ -456,6 +467,9 @@ void FedWalkHctJob::LogSummary(Logger& log, uint64_t job_id) const {
             {"codebook_bytes", s.codebook_bytes},
             {"codebook_k", uint32_t{params_.codebook_k}},
             {"max_truncated_mass", s.max_truncated_mass},
+            {"encoder", options_.scaled_encoder ? "scaled" : "raw"},
+            {"score_sensitivity", s.score_sensitivity},
+            {"epsilon_per_encoding", s.epsilon_per_encoding},
             {"protocol_errors", s.protocol_errors}});
   // The privacy ledger of this phase, per device (what each reported).
   log.Info("privacy_ledger", {{"job", job_id},

@@ -5,12 +5,22 @@
 #include <thread>
 
 #include "nodefl/server/jobs/fedwalk_hct_job.h"
+#include "nodefl/server/jobs/fedwalk_walk_job.h"
 #include "nodefl/server/jobs/neighbour_echo_runner_job.h"
 
 namespace nodefl::server::jobs {
 
-std::unique_ptr<Job> MakeJob(const ServerConfig& config, uint64_t job_id, std::vector<uint32_t> participants) {
-  if (config.job == "neighbour-echo") {
+std::vector<std::string> JobStages(const std::string& job) {
+  if (job == "fedwalk") return {"fedwalk-hct", "fedwalk-walks"};
+  if (job == "none" || job.empty()) return {};
+  return {job};
+}
+
+std::unique_ptr<Job> MakeJob(const ServerConfig& config, const std::string& stage, uint64_t job_id,
+                             std::vector<uint32_t> participants, const Job* previous) {
+  const unsigned compute_threads =
+      config.compute_threads != 0 ? config.compute_threads : std::max(1u, std::thread::hardware_concurrency());
+  if (stage == "neighbour-echo") {
     // A fresh public salt per job makes the devices' job keys unique (see
     // sdk/seal/public/nodefl/seal/job_keys.h). It needs to be unpredictable
     // only in the sense of never repeating; std::random_device reads the OS.
@@ -24,7 +34,7 @@ std::unique_ptr<Job> MakeJob(const ServerConfig& config, uint64_t job_id, std::v
     return std::make_unique<NeighbourEchoRunnerJob>(options, std::move(participants), std::move(salt),
                                                     config.job_messages_per_edge, config.job_payload_bytes);
   }
-  if (config.job == "fedwalk-hct") {
+  if (stage == "fedwalk-hct") {
     FedWalkHctOptions options;
     options.job_id = job_id;
     options.params.mode = config.fedwalk_mode == "paper" ? PrivacyMode::kPaper : PrivacyMode::kStrict;
@@ -36,10 +46,37 @@ std::unique_ptr<Job> MakeJob(const ServerConfig& config, uint64_t job_id, std::v
     options.params.codebook_k = static_cast<uint16_t>(config.fedwalk_codebook_k);
     options.linkage = config.fedwalk_linkage;
     options.round_deadline_ms = config.job_round_deadline_ms;
-    options.compute_threads = config.compute_threads != 0 ? config.compute_threads
-                                                          : std::max(1u, std::thread::hardware_concurrency());
+    options.compute_threads = compute_threads;
     options.output_dir = config.output_dir;
+    options.scaled_encoder = config.fedwalk_encoder == "scaled" ||
+                             (config.fedwalk_encoder == "auto" && options.params.mode == PrivacyMode::kStrict);
     return std::make_unique<FedWalkHctJob>(options, std::move(participants));
+  }
+  if (stage == "fedwalk-walks") {
+    const auto* hct = dynamic_cast<const FedWalkHctJob*>(previous);
+    if (hct == nullptr || !hct->finished() || !hct->compute_error().empty()) return nullptr;
+    FedWalkWalkOptions options;
+    options.job_id = job_id;
+    options.vertex_count = hct->parameters().vertex_count;
+    options.params.length = static_cast<uint16_t>(config.fedwalk_walk_length);
+    options.params.p = config.fedwalk_p;
+    options.params.epsilon = config.fedwalk_epsilon_walk;
+    options.params.epsilon_per_encoding = hct->summary().epsilon_per_encoding;
+    options.walks_per_vertex = config.fedwalk_walks_per_vertex;
+    options.max_in_flight = config.fedwalk_walks_in_flight;
+    options.walk_timeout_ms = config.fedwalk_walk_timeout_ms;
+    options.round_deadline_ms = config.job_round_deadline_ms;
+    options.dim = config.fedwalk_dim;
+    options.window = config.fedwalk_window;
+    options.negative = config.fedwalk_negative;
+    options.threads = compute_threads;
+    options.seed = config.fedwalk_seed;
+    options.output_dir = config.output_dir;
+    options.score_sensitivity = hct->summary().score_sensitivity;
+    options.scaled_encoder = hct->scaled_encoder();
+    // Only devices that hold the tree and codebook can walk.
+    (void)participants;
+    return std::make_unique<FedWalkWalkJob>(options, hct->CompletedDevices());
   }
   return nullptr;
 }

@@ -109,6 +109,20 @@ void Connection::SendJobRound(uint64_t job_id, uint32_t round, nodefl_wire_JobKi
   });
 }
 
+void Connection::SendJobData(uint64_t job_id, uint32_t round, uint32_t kind, std::vector<uint8_t> bytes) {
+  asio::post(strand_, [self = shared_from_this(), job_id, round, kind, bytes = std::move(bytes)]() mutable {
+    if (self->state_ != State::kRunning) return;
+    JobStreamItem item;
+    item.is_data = true;
+    item.data_kind = kind;
+    item.parameters = std::move(bytes);
+    item.job_id = job_id;
+    item.round = round;
+    self->job_stream_.push_back(std::move(item));
+    self->Wake();
+  });
+}
+
 void Connection::TakeJobStream(std::vector<uint8_t>& batch, size_t limit) {
   // Frames are encoded here, not when queued, because sequence numbers
   // follow the order frames are written in.
@@ -118,7 +132,16 @@ void Connection::TakeJobStream(std::vector<uint8_t>& batch, size_t limit) {
   while (!job_stream_.empty() && batch.size() < limit) {
     JobStreamItem& item = job_stream_.front();
     bool done = false;
-    if (item.is_start) {
+    if (item.is_data) {
+      wire::InitEnvelope(&e, nodefl_wire_Envelope_job_data_tag, next_out_seq_, item.job_id, item.round);
+      e.body.job_data.kind = item.data_kind;
+      if (!wire::SetBytes(&e.body.job_data.data, ConstByteSpan(item.parameters)).ok()) {
+        ctx_.log->Error("job_data_too_large", {{"conn", id_}, {"device", device_id_}});
+        job_stream_.pop_front();
+        continue;
+      }
+      done = true;
+    } else if (item.is_start) {
       wire::InitEnvelope(&e, nodefl_wire_Envelope_job_start_tag, next_out_seq_, item.job_id, item.round);
       e.body.job_start.kind = item.kind;
       e.body.job_start.deadline_ms = item.deadline_ms;
@@ -434,6 +457,14 @@ asio::awaitable<bool> Connection::HandleFrame(ConstByteSpan payload) {
     }
     case nodefl_wire_Envelope_job_report_tag:
       if (ctx_.jobs != nullptr) ctx_.jobs->OnJobReport(device_id_, m.job_id, m.round, m.body.job_report);
+      co_return true;
+    case nodefl_wire_Envelope_job_data_tag:
+      if (m.job_id == 0) co_return Refuse(StatusCode::kInvalidArgument, "job data outside a job", m.seq, "bad_upload");
+      if (ctx_.jobs != nullptr) {
+        const nodefl_wire_JobData& d = m.body.job_data;
+        ctx_.jobs->OnJobUpload(device_id_, m.job_id, m.round, d.kind,
+                               std::vector<uint8_t>(d.data.bytes, d.data.bytes + d.data.size));
+      }
       co_return true;
     case nodefl_wire_Envelope_chunk_header_tag:
       co_return HandleUploadHeader();

@@ -113,21 +113,53 @@ void JobRunner::Tick() {
 
 void JobRunner::StartJob(std::vector<uint32_t> participants) {
   started_ = true;
+  stages_ = jobs::JobStages(ctx_.config.job);
+  stage_ = 0;
+  plan_succeeded_ = true;
+  StartStage(std::move(participants), nullptr);
+}
+
+void JobRunner::StartStage(std::vector<uint32_t> participants, const jobs::Job* previous) {
   const uint64_t job_id = current_job_id_ = next_job_id_++;
   const size_t count = participants.size();
-  job_ = jobs::MakeJob(ctx_.config, job_id, std::move(participants));
+  const std::string& stage = stages_.at(stage_);
+  std::unique_ptr<jobs::Job> job = jobs::MakeJob(ctx_.config, stage, job_id, std::move(participants), previous);
+  previous_job_.reset();
+  job_ = std::move(job);
   if (!job_) {
-    ctx_.log->Error("job_unknown", {{"job", ctx_.config.job}});
+    ctx_.log->Error("job_not_started", {{"job", job_id}, {"stage", stage}, {"why", "the previous stage has no usable result"}});
+    EndPlan(false);
     return;
   }
   ctx_.log->Info("job_started", {{"job", job_id},
-                                 {"kind", ctx_.config.job},
+                                 {"kind", stage},
+                                 {"stage", stage_ + 1},
+                                 {"stages", stages_.size()},
                                  {"rss_kib", CurrentRssKiB()},
                                  {"participants", count}});
   Dispatch(job_->Begin(NowMicros()));
+  if (job_ && job_->finished()) FinishJob();
 }
 
 void JobRunner::Dispatch(std::vector<jobs::RoundStart> starts) {
+  DispatchRounds(std::move(starts));
+  // Records for single devices, after any round start they belong to. A
+  // job may produce more while told about undeliverable ones: loop.
+  for (int pass = 0; pass < 4 && job_; ++pass) {
+    std::vector<jobs::DeviceData> data = job_->TakeData();
+    if (data.empty()) break;
+    for (jobs::DeviceData& d : data) {
+      auto target = ctx_.registry->CurrentTarget(d.device);
+      if (!target) {
+        job_->OnUndeliverable(d.device, NowMicros());
+        continue;
+      }
+      std::static_pointer_cast<Connection>(target)->SendJobData(current_job_id_, d.round, d.kind, std::move(d.bytes));
+    }
+  }
+}
+
+void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
   for (jobs::RoundStart& start : starts) {
     if (start.devices.empty()) continue;
     // Devices get a slightly shorter deadline than the server enforces, so
@@ -154,7 +186,10 @@ void JobRunner::Dispatch(std::vector<jobs::RoundStart> starts) {
                                  {"artefact_bytes_each", artefact_bytes}});
     for (uint32_t device : start.devices) {
       auto target = ctx_.registry->CurrentTarget(device);
-      if (!target) continue;  // offline: it will miss the round's deadline
+      if (!target) {  // offline: the job decides (by default the round's deadline catches it)
+        job_->OnUndeliverable(device, NowMicros());
+        continue;
+      }
       std::static_pointer_cast<Connection>(target)->SendJobRound(current_job_id_, start.round, job_->kind(),
                                                                  device_deadline, start.parameters, artefacts);
     }
@@ -167,9 +202,22 @@ void JobRunner::FinishJob() {
                                  {"artefact_bytes_sent", ctx_.counters.artefact_bytes.load()},
                                  {"upload_bytes_received", ctx_.counters.upload_bytes.load()},
                                  {"relay_sent", ctx_.counters.relay_sent.load()},
+                                 {"relay_bytes", ctx_.counters.relay_bytes.load()},
                                  {"peak_rss_kib", PeakRssKiB()}});
+  plan_succeeded_ = plan_succeeded_ && job_->succeeded();
+  if (stage_ + 1 < stages_.size()) {
+    // The next stage runs on the devices the finished one names.
+    ++stage_;
+    previous_job_ = std::move(job_);
+    StartStage({}, previous_job_.get());
+    return;
+  }
+  EndPlan(plan_succeeded_);
+}
+
+void JobRunner::EndPlan(bool succeeded) {
   ++jobs_finished_;
-  if (on_finished_) on_finished_(job_->succeeded());
+  if (on_finished_) on_finished_(succeeded);
   if (ctx_.config.exit_after_jobs != 0 && jobs_finished_ >= ctx_.config.exit_after_jobs && on_all_done_) {
     on_all_done_();
   }

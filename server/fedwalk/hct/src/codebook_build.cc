@@ -6,6 +6,7 @@
 // the next-row counter.
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <cmath>
 #include <thread>
 
@@ -59,8 +60,19 @@ std::optional<Codebook> Codebook::Build(const CondensedMatrix& dissim, const Hct
   constexpr uint32_t kBatch = 16;
   const float kBelowOne = std::nextafter(1.0f, 0.0f);
   std::atomic<uint32_t> next_leaf{0};
+  std::mutex max_mutex;
+  double max_abs_score = 0;
   auto work = [&] {
     CodebookRowBuilder builder(dissim, tree, exponent_scale);
+    struct Publish {  // fold this thread's maximum in when it finishes
+      CodebookRowBuilder& b;
+      std::mutex& m;
+      double& max;
+      ~Publish() {
+        std::lock_guard<std::mutex> lock(m);
+        max = std::max(max, b.max_abs_score());
+      }
+    } publish{builder, max_mutex, max_abs_score};
     for (;;) {
       const uint32_t first = next_leaf.fetch_add(kBatch, std::memory_order_relaxed);
       if (first >= m) return;
@@ -83,6 +95,7 @@ std::optional<Codebook> Codebook::Build(const CondensedMatrix& dissim, const Hct
     for (unsigned t = 1; t < threads; ++t) workers.emplace_back(work);
     work();
   }  // jthreads join here
+  cb.max_abs_score_ = max_abs_score;
   // Close the gaps left by rows shorter than min(K, m).
   size_t write = 0;
   for (uint32_t v = 0; v < vertex_count; ++v) {

@@ -47,6 +47,9 @@ double CodebookRowBuilder::Build(uint32_t leaf, std::span<nodefl::fedwalk::Codeb
   const uint32_t m = dissim_.n();
   size_t k = out.size();
   ComputeLogWeights(leaf);
+  // log weight = -exponent_scale * |u|, so the smallest is the largest |u|.
+  const double lowest = *std::min_element(log_weight_.begin(), log_weight_.end());
+  if (exponent_scale_ > 0) max_abs_score_ = std::max(max_abs_score_, -lowest / exponent_scale_);
 
   const auto vertex = [this](uint32_t x) { return tree_.leaf_vertex(x); };
   const auto more_probable = [&](uint32_t a, uint32_t b) {

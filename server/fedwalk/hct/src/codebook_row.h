@@ -27,6 +27,9 @@ class CodebookRowBuilder {
   // least one), sets *used to the entries written, and returns the exact
   // probability mass of the leaves left out.
   double Build(uint32_t leaf, std::span<nodefl::fedwalk::CodebookEntry> out, double min_probability, size_t* used);
+  // Largest |u(v1, v2)| = dissim x |leaves(LCA)| over the rows built so far
+  // (the score's sensitivity, see Codebook::max_abs_score).
+  double max_abs_score() const { return max_abs_score_; }
 
  private:
   void ComputeLogWeights(uint32_t leaf);
@@ -34,6 +37,7 @@ class CodebookRowBuilder {
   const CondensedMatrix& dissim_;
   const HctTree& tree_;
   double exponent_scale_;
+  double max_abs_score_ = 0;
   std::vector<size_t> row_start_;     // condensed offset of (i, i+1)
   std::vector<uint32_t> lca_leaves_;  // |leaves(T[leaf v x])| per leaf x
   std::vector<double> log_weight_;    // per leaf x

@@ -93,7 +93,19 @@ HctPipelineResult RunHctPipeline(const HctTranscript& t, const std::vector<uint3
   t0 = Clock::now();
   CodebookOptions cb = options.codebook;
   cb.threads = options.threads;
+  cb.score_scale = 1.0;
   result.codebook = Codebook::Build(dissim, *result.tree, t.vertex_count, cb);
+  if (result.codebook) {
+    result.score_sensitivity = result.codebook->max_abs_score();
+    result.epsilon_per_encoding = 2 * cb.epsilon * result.score_sensitivity;
+    if (options.scaled_encoder && result.score_sensitivity > 0) {
+      // The sensitivity is known only once every score has been seen, so
+      // the scaled codebook is a second pass.
+      cb.score_scale = 1.0 / (2 * result.score_sensitivity);
+      result.codebook = Codebook::Build(dissim, *result.tree, t.vertex_count, cb);
+      result.epsilon_per_encoding = cb.epsilon;
+    }
+  }
   result.seconds_codebook = SecondsSince(t0);
   if (!result.codebook) result.error = "codebook construction failed";
   if (progress != nullptr) progress->stage.store(3);

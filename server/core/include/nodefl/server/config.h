@@ -57,7 +57,7 @@ struct ServerConfig {
   // Jobs. The server starts `job` once `job_quorum` devices are online
   // (0: every device with credentials) or `job_wait_ms` after the first
   // device registered (0: wait for the quorum), with the devices online then.
-  std::string job = "none";  // none | neighbour-echo | fedwalk-hct
+  std::string job = "none";  // none | neighbour-echo | fedwalk-hct | fedwalk
   uint32_t job_quorum = 0;
   uint32_t job_wait_ms = 0;
   uint32_t job_round_deadline_ms = 300000;  // per round; late devices are recorded
@@ -82,6 +82,19 @@ struct ServerConfig {
   double fedwalk_epsilon_walk = 2.0;     // Eq. 12 codebook
   uint32_t fedwalk_codebook_k = 256;     // most entries kept per codebook row
   std::string fedwalk_linkage = "average";  // average | complete | single
+  // Eq. 12 encoder: raw (the paper's score; 2·ε·Δu per draw), scaled (score
+  // / 2Δu; ε per draw), auto (scaled in strict mode, raw in paper mode).
+  std::string fedwalk_encoder = "auto";
+  // fedwalk (walks, Sec. 4.3; SkipGram, Sec. 4.4). Defaults are the paper's.
+  uint32_t fedwalk_walk_length = 40;       // l
+  uint32_t fedwalk_walks_per_vertex = 80;  // gamma
+  double fedwalk_p = 0.2;                  // 2-hop predictor probability
+  uint32_t fedwalk_walks_in_flight = 0;    // 0: 4 per device
+  uint32_t fedwalk_walk_timeout_ms = 300000;
+  uint32_t fedwalk_dim = 128;
+  uint32_t fedwalk_window = 10;
+  uint32_t fedwalk_negative = 5;
+  uint64_t fedwalk_seed = 0;               // 0: random
   // Process.
   uint32_t threads = 0;  // 0 until defaulted: DefaultServerConfig() sets hardware_concurrency
   LogLevel log_level = LogLevel::kInfo;

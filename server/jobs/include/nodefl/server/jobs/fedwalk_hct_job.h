@@ -42,6 +42,7 @@ struct FedWalkHctOptions {
   unsigned compute_threads = 2;
   uint64_t bin_plan_seed = 0;             // 0: from std::random_device
   std::string output_dir;                 // empty: write nothing
+  bool scaled_encoder = false;            // Eq. 12 with the score divided by 2Δu
 };
 
 // Per-device state, for the summary and for tests.
@@ -70,6 +71,8 @@ struct HctSummary {
   uint64_t dissimilarity_bytes = 0;  // the condensed float32 matrix
   uint64_t tree_bytes = 0, codebook_bytes = 0, dictionary_bytes = 0, bin_plan_bytes = 0;
   double max_truncated_mass = 0;
+  double score_sensitivity = 0;     // Δu of the codebook's score
+  double epsilon_per_encoding = 0;  // what one Eq. 12 draw costs (2εΔu raw, ε scaled)
   double epsilon_max = 0, epsilon_median = 0;  // per-device totals of this job
   uint32_t unbounded_devices = 0;               // devices that made a release with no DP bound
   uint64_t protocol_errors = 0;
@@ -102,6 +105,9 @@ class FedWalkHctJob final : public Job {
   const std::vector<uint8_t>& codebook_bytes() const { return *codebook_bytes_; }
   // Set when the compute phase failed (no tree).
   const std::string& compute_error() const { return compute_error_; }
+  // Devices that completed all three rounds (they can take part in walks).
+  std::vector<uint32_t> CompletedDevices() const;
+  bool scaled_encoder() const { return options_.scaled_encoder; }
 
  private:
   enum class Phase { kIdle, kBinning, kMatrix, kComputing, kPublish, kFinished };

@@ -25,6 +25,15 @@ struct Artefact {
   std::shared_ptr<const std::vector<uint8_t>> bytes;
 };
 
+// A job-defined record for one device (JobData), sent after anything
+// already queued for that device's job stream.
+struct DeviceData {
+  uint32_t device = 0;
+  uint32_t round = 0;
+  uint32_t kind = 0;
+  std::vector<uint8_t> bytes;
+};
+
 struct RoundStart {
   uint32_t round = 0;
   uint32_t deadline_ms = 0;
@@ -43,12 +52,19 @@ class Job {
   // A JobReport from `device` (already authenticated by the connection).
   virtual std::vector<RoundStart> OnReport(uint32_t device, uint32_t round, const nodefl_wire_JobReport& report,
                                            uint64_t now_us) = 0;
-  // A complete, digest-checked upload (chunked transfer) from `device`.
-  // Jobs that take no uploads count it as a protocol error.
+  // A complete, digest-checked upload (chunked transfer) from `device`, or
+  // a JobData record (`artefact` = its kind). Jobs that take none count it
+  // as a protocol error.
   virtual std::vector<RoundStart> OnUpload(uint32_t device, uint32_t round, uint32_t artefact,
                                            std::vector<uint8_t> bytes, uint64_t now_us) = 0;
   // Deadlines and background work.
   virtual std::vector<RoundStart> Poll(uint64_t now_us) = 0;
+  // Records to send to single devices, collected since the last call (the
+  // runner calls it after every call above).
+  virtual std::vector<DeviceData> TakeData() { return {}; }
+  // The runner could not hand `device` a round start or a record: the
+  // device is offline. Default: nothing (the round's deadline catches it).
+  virtual void OnUndeliverable(uint32_t /*device*/, uint64_t /*now_us*/) {}
 
   virtual bool finished() const = 0;
   // Finished and everything it set out to do was done and checked.

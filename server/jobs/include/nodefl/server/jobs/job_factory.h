@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "nodefl/server/config.h"
@@ -13,7 +14,15 @@
 
 namespace nodefl::server::jobs {
 
-// nullptr for "none" or an unknown name (ValidateConfig refuses those).
-std::unique_ptr<Job> MakeJob(const ServerConfig& config, uint64_t job_id, std::vector<uint32_t> participants);
+// The stages ServerConfig::job runs, in order: "fedwalk" is the HCT job
+// then the walk job (whose participants are the devices that completed
+// the HCT job); every other job is one stage. Empty for "none".
+std::vector<std::string> JobStages(const std::string& job);
+
+// The job for one stage; `previous` is the previous stage's job (nullptr
+// for the first). nullptr for an unknown stage, or a walk stage without a
+// finished HCT job before it.
+std::unique_ptr<Job> MakeJob(const ServerConfig& config, const std::string& stage, uint64_t job_id,
+                             std::vector<uint32_t> participants, const Job* previous = nullptr);
 
 }  // namespace nodefl::server::jobs

@@ -58,6 +58,8 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   // with control frames and relay deliveries.
   void SendJobRound(uint64_t job_id, uint32_t round, nodefl_wire_JobKind kind, uint32_t deadline_ms,
                     std::vector<uint8_t> parameters, std::vector<StreamedArtefact> artefacts);
+  // Queues a JobData record behind what the job stream already holds.
+  void SendJobData(uint64_t job_id, uint32_t round, uint32_t kind, std::vector<uint8_t> bytes);
 
  private:
   enum class State { kHandshake, kAwaitHello, kRunning, kClosing, kClosed };
@@ -115,7 +117,9 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   std::unique_ptr<nodefl_wire_Envelope> out_;
   // Job stream: whole frames (JobStart) or artefacts sent chunk by chunk.
   struct JobStreamItem {
-    bool is_start = false;  // a JobStart; else an artefact
+    bool is_start = false;  // a JobStart
+    bool is_data = false;   // a JobData record (kind in data_kind, bytes in parameters)
+    uint32_t data_kind = 0;
     nodefl_wire_JobKind kind = nodefl_wire_JobKind_JOB_KIND_UNSPECIFIED;
     uint32_t deadline_ms = 0;
     std::vector<uint8_t> parameters;

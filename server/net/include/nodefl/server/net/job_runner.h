@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "nodefl/server/jobs/job.h"
@@ -46,7 +47,10 @@ class JobRunner final : public JobSink {
   boost::asio::awaitable<void> Loop();
   void Tick();
   void StartJob(std::vector<uint32_t> participants);
+  void StartStage(std::vector<uint32_t> participants, const jobs::Job* previous);
+  void EndPlan(bool succeeded);
   void Dispatch(std::vector<jobs::RoundStart> starts);
+  void DispatchRounds(std::vector<jobs::RoundStart> starts);
   void FinishJob();
   uint64_t NowMicros() const;
 
@@ -62,6 +66,10 @@ class JobRunner final : public JobSink {
   std::optional<Clock::time_point> first_online_;
   Clock::time_point last_progress_{};
   std::unique_ptr<jobs::Job> job_;
+  std::unique_ptr<jobs::Job> previous_job_;  // the finished stage the current one builds on
+  std::vector<std::string> stages_;
+  size_t stage_ = 0;
+  bool plan_succeeded_ = true;
   uint64_t next_job_id_ = 1;
   uint64_t current_job_id_ = 0;  // 0 until the first job starts
   uint32_t jobs_finished_ = 0;

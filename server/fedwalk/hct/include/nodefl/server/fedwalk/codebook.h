@@ -71,12 +71,19 @@ class Codebook {
   // artefact stores it, in float). 0 for an empty row.
   double truncated_mass(uint32_t vertex) const;
   double max_truncated_mass() const;
+  // The largest |u(v1, v2)| = dissim(v1, v2) x |leaves(T[v1 v v2])| over
+  // all pairs: the sensitivity Δu of Eq. 10's score (u(v, v) = 0 and every
+  // score is <= 0, so for any fixed output the score ranges over [-max, 0]).
+  // With the raw score the encoder is 2·ε·Δu-DP per draw. Not serialised
+  // (0 after Parse).
+  double max_abs_score() const { return max_abs_score_; }
 
   bool operator==(const Codebook& other) const;
 
  private:
   uint32_t vertex_count_ = 0;
   uint32_t k_ = 0;
+  double max_abs_score_ = 0;
   std::vector<size_t> row_begin_;  // vertex_count + 1 offsets into entries_
   std::vector<Entry> entries_;
   std::vector<float> truncated_mass_;

@@ -26,8 +26,12 @@ namespace nodefl::server::fedwalk {
 
 struct HctPipelineOptions {
   Linkage linkage = Linkage::kAverage;
-  CodebookOptions codebook;
+  CodebookOptions codebook;  // score_scale is set by the pipeline
   unsigned threads = 2;
+  // false: Eq. 12 as printed (raw score; each draw is 2·ε·Δu-DP).
+  // true: the score divided by 2Δu (each draw ε-DP, the textbook
+  // exponential mechanism), at a large cost in utility.
+  bool scaled_encoder = false;
 };
 
 // Progress readable from another thread while the pipeline runs.
@@ -45,6 +49,8 @@ struct HctPipelineResult {
   uint64_t dissimilarity_bytes = 0;
   uint64_t feature_bytes = 0;
   uint64_t work_cells = 0;  // DP cells (paper) or histogram cells (strict) over all pairs
+  double score_sensitivity = 0;     // Δu: the largest |dissim x |leaves(LCA)||
+  double epsilon_per_encoding = 0;  // 2·ε·Δu (raw) or ε (scaled)
 };
 
 // `leaves`: device ids whose upload is in `transcript` (paper mode: its

@@ -1,0 +1,44 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// Command-line pieces shared by nodefl-skipgram and nodefl-deepwalk: the
+// SkipGram flags (same names in both tools) and a throttled progress line.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "nodefl/server/fedwalk/skipgram_options.h"
+
+namespace nodefl::server::fedwalk::cli {
+
+// The help lines for the SkipGram flags, each ending in '\n'.
+const char* SkipGramFlagsHelp();
+
+enum class FlagResult { kNotMine, kTaken, kBad };
+
+// Handles `flag` if it is a SkipGram flag. Flags that take a value read
+// argv[*i + 1] and advance *i. kBad sets *error to a message for the user.
+FlagResult ParseSkipGramFlag(int argc, char** argv, int* i, SkipGramOptions* options, std::string* error);
+
+// Parses a whole unsigned decimal number (no sign, no trailing text) no
+// larger than `max`.
+bool ParseUnsigned(const std::string& text, uint64_t max, uint64_t* value);
+
+// Prints "<what> 12.3% of N <unit>, R <unit>/s" to stderr at most every
+// `interval`, and never for the final call (done == total), which the tool
+// reports itself.
+class ProgressLine {
+ public:
+  ProgressLine(const char* what, const char* unit, std::chrono::seconds interval = std::chrono::seconds(5));
+  void operator()(uint64_t done, uint64_t total);
+
+ private:
+  const char* what_;
+  const char* unit_;
+  std::chrono::steady_clock::duration interval_;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_;
+};
+
+}  // namespace nodefl::server::fedwalk::cli

@@ -1,0 +1,221 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// The FedWalk walk coordinator without a network: every walk slot ends as
+// completed, dead end or lost with a reason; lost walks are re-issued while
+// attempts remain; the in-flight window holds; SkipGram runs at the end.
+#include "nodefl/server/jobs/fedwalk_walk_job.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <set>
+#include <thread>
+
+#include "nodefl/core/little_endian.h"
+#include "nodefl/server/fedwalk/walk_corpus.h"
+
+namespace nodefl::server::jobs {
+namespace {
+
+namespace fw = nodefl::fedwalk;
+
+nodefl_wire_JobReport Report(double epsilon = 0, uint32_t releases = 0) {
+  nodefl_wire_JobReport r = nodefl_wire_JobReport_init_zero;
+  r.kind = nodefl_wire_JobKind_JOB_KIND_FEDWALK_WALKS;
+  r.epsilon = epsilon;
+  r.releases = releases;
+  return r;
+}
+
+struct Issued {
+  uint32_t device;
+  uint32_t walk_id;
+  uint16_t length;
+};
+
+std::vector<Issued> Starts(const std::vector<DeviceData>& data) {
+  std::vector<Issued> out;
+  for (const DeviceData& d : data) {
+    EXPECT_EQ(d.kind, static_cast<uint32_t>(fw::WalkRecord::kStartWalks));
+    const uint32_t count = LoadU32Le(d.bytes.data());
+    EXPECT_EQ(d.bytes.size(), 4 + count * fw::kStartWalkEntryBytes);
+    for (uint32_t i = 0; i < count; ++i) {
+      const uint8_t* e = d.bytes.data() + 4 + i * fw::kStartWalkEntryBytes;
+      out.push_back({d.device, LoadU32Le(e), LoadU16Le(e + 4)});
+    }
+  }
+  return out;
+}
+
+std::vector<uint8_t> ResultRecord(uint32_t walk_id, fw::WalkOutcome outcome, uint16_t hops,
+                            const std::vector<uint32_t>& ids) {
+  std::vector<uint8_t> b(12 + 4 * ids.size());
+  StoreU32Le(walk_id, b.data());
+  b[4] = static_cast<uint8_t>(outcome);
+  StoreU16Le(hops, b.data() + 6);
+  StoreU16Le(static_cast<uint16_t>(ids.size()), b.data() + 8);
+  for (size_t i = 0; i < ids.size(); ++i) StoreU32Le(ids[i], b.data() + 12 + 4 * i);
+  return b;
+}
+
+constexpr uint32_t kResult = static_cast<uint32_t>(fw::WalkRecord::kWalkResult);
+
+FedWalkWalkOptions Options() {
+  FedWalkWalkOptions o;
+  o.params.length = 4;
+  o.params.p = 0;
+  o.params.epsilon_per_encoding = 0.5;
+  o.vertex_count = 10;
+  o.walks_per_vertex = 3;
+  o.max_in_flight = 5;
+  o.walk_timeout_ms = 1000;
+  o.max_attempts = 2;
+  o.round_deadline_ms = 1000;
+  o.dim = 8;
+  o.window = 2;
+  o.threads = 1;
+  o.seed = 7;
+  return o;
+}
+
+void WaitFinished(FedWalkWalkJob& job, uint64_t now_us) {
+  for (int i = 0; i < 1000 && !job.finished(); ++i) {
+    job.Poll(now_us);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+TEST(FedWalkWalkJobTest, ExpectedMessagesFollowTheRecurrence) {
+  EXPECT_EQ(ExpectedMessagesPerWalk(1, 0.2), 0.0);
+  EXPECT_EQ(ExpectedMessagesPerWalk(2, 0.2), 1.0);
+  EXPECT_NEAR(ExpectedMessagesPerWalk(40, 0.0), 39.0, 1e-12);
+  // Eq. 21 in closed form at the paper's defaults: about 32.3.
+  const double p = 0.2, l = 40;
+  const double closed = (l - 2) / (1 + p) + (2 - 2 * p - 1 / (1 + p)) * (1 - std::pow(-p, l - 2)) / (1 + p);
+  EXPECT_NEAR(ExpectedMessagesPerWalk(40, 0.2), closed, 1e-9);
+  EXPECT_NEAR(closed, 32.3, 0.05);
+}
+
+TEST(FedWalkWalkJobTest, EveryWalkIsAccountedForAndTheWindowHolds) {
+  FedWalkWalkJob job(Options(), {0, 1, 2, 3});
+  auto r1 = job.Begin(0);
+  ASSERT_EQ(r1.size(), 1u);
+  Result<fw::WalkParameters> params = fw::DecodeWalkParameters(ConstByteSpan(r1[0].parameters));
+  ASSERT_TRUE(params.ok());
+  EXPECT_EQ(params->length, 4u);
+  for (uint32_t d = 0; d < 3; ++d) EXPECT_TRUE(job.OnReport(d, 1, Report(), 10).empty());
+  auto r2 = job.OnReport(3, 1, Report(), 10);
+  ASSERT_EQ(r2.size(), 1u);
+  EXPECT_EQ(r2[0].round, fw::kWalkRoundWalks);
+  EXPECT_EQ(job.summary().walk_slots, 12u);  // gamma 3 x 4 devices
+
+  std::vector<Issued> issued = Starts(job.TakeData());
+  EXPECT_EQ(issued.size(), 5u);  // the in-flight window
+  std::set<uint32_t> ids;
+  for (const Issued& i : issued) {
+    EXPECT_EQ(i.length, 4u);
+    EXPECT_TRUE(ids.insert(i.walk_id).second);
+  }
+  uint64_t now = 20;
+  // Complete everything as it is issued: one walk is dropped once (then
+  // re-issued and completed), one ends early.
+  bool dropped_once = false, dead_end_once = false;
+  while (!issued.empty()) {
+    std::vector<Issued> next;
+    for (const Issued& i : issued) {
+      std::vector<RoundStart> r;
+      if (!dropped_once) {
+        dropped_once = true;
+        r = job.OnUpload(i.device, 2, kResult, ResultRecord(i.walk_id, fw::WalkOutcome::kDropped, 1, {1}), now);
+      } else if (!dead_end_once) {
+        dead_end_once = true;
+        r = job.OnUpload(i.device, 2, kResult, ResultRecord(i.walk_id, fw::WalkOutcome::kDeadEnd, 1, {2, 5}), now);
+      } else {
+        r = job.OnUpload(i.device, 2, kResult, ResultRecord(i.walk_id, fw::WalkOutcome::kComplete, 3, {1, 2, 3, 4}), now);
+      }
+      for (const Issued& n : Starts(job.TakeData())) next.push_back(n);
+      if (!r.empty()) {
+        EXPECT_EQ(r[0].round, fw::kWalkRoundReport);
+      }
+    }
+    issued = next;
+    now += 10;
+  }
+  const WalkSummary& s = job.summary();
+  EXPECT_EQ(s.completed, 11u);
+  EXPECT_EQ(s.dead_ends, 1u);
+  EXPECT_EQ(s.lost, 0u);
+  EXPECT_EQ(s.reissued, 1u);
+  EXPECT_EQ(s.lost_dropped, 1u);
+  EXPECT_EQ(s.issued, 13u);
+  EXPECT_EQ(s.tokens, 11u * 4 + 2);
+  EXPECT_EQ(job.corpus().num_walks(), 12u);
+  // A second result for a finished walk is late, not counted twice.
+  job.OnUpload(0, 2, kResult, ResultRecord(1, fw::WalkOutcome::kComplete, 3, {1, 2, 3, 4}), now);
+  EXPECT_EQ(job.summary().late_results, 1u);
+  EXPECT_EQ(job.summary().completed, 11u);
+
+  for (uint32_t d = 0; d < 4; ++d) job.OnReport(d, 3, Report(1.5, 3), now);
+  WaitFinished(job, now);
+  ASSERT_TRUE(job.finished());
+  EXPECT_TRUE(job.summary().error.empty()) << job.summary().error;
+  EXPECT_TRUE(job.succeeded());
+  EXPECT_DOUBLE_EQ(job.summary().hops_mean, 3.0);
+  EXPECT_EQ(job.summary().encodings, 12u);
+  EXPECT_DOUBLE_EQ(job.summary().epsilon_max, 1.5);
+}
+
+TEST(FedWalkWalkJobTest, TimeoutsAndOfflineDevicesLoseWalksWithAReason) {
+  FedWalkWalkOptions o = Options();
+  o.walks_per_vertex = 1;
+  o.max_in_flight = 100;
+  FedWalkWalkJob job(o, {0, 1, 2});
+  (void)job.Begin(0);
+  for (uint32_t d = 0; d < 3; ++d) job.OnReport(d, 1, Report(), 1);
+  std::vector<Issued> issued = Starts(job.TakeData());
+  ASSERT_EQ(issued.size(), 3u);
+  // Device 2 is offline: its walk cannot start.
+  job.OnUndeliverable(2, 2);
+  EXPECT_EQ(job.summary().lost_offline, 1u);
+  // The walk of device 1 never comes back; device 0's completes.
+  for (const Issued& i : issued) {
+    if (i.device == 0) {
+      job.OnUpload(0, 2, kResult, ResultRecord(i.walk_id, fw::WalkOutcome::kComplete, 3, {1, 2, 3, 4}), 3);
+    }
+  }
+  // Re-issues (attempt 2) for devices 1 (after its timeout) and 2.
+  job.Poll(2'000'000);
+  std::vector<Issued> again = Starts(job.TakeData());
+  EXPECT_EQ(again.size(), 2u);
+  EXPECT_EQ(job.summary().lost_deadline, 1u);
+  job.OnUndeliverable(2, 2'000'001);
+  job.Poll(4'000'000);  // device 1's second attempt times out too
+  const WalkSummary& s = job.summary();
+  EXPECT_EQ(s.completed, 1u);
+  EXPECT_EQ(s.lost, 2u);  // both slots out of attempts
+  EXPECT_EQ(s.lost_offline, 2u);
+  EXPECT_EQ(s.lost_deadline, 2u);
+  EXPECT_EQ(s.completed + s.dead_ends + s.lost, s.walk_slots);
+}
+
+TEST(FedWalkWalkJobTest, MalformedResultsAreCountedNotTrusted) {
+  FedWalkWalkJob job(Options(), {0, 1});
+  (void)job.Begin(0);
+  job.OnReport(0, 1, Report(), 1);
+  job.OnReport(1, 1, Report(), 1);
+  std::vector<Issued> issued = Starts(job.TakeData());
+  ASSERT_FALSE(issued.empty());
+  // A vertex id out of range, a wrong count, an unknown walk id.
+  job.OnUpload(0, 2, kResult, ResultRecord(issued[0].walk_id, fw::WalkOutcome::kComplete, 3, {1, 2, 3, 99}), 2);
+  std::vector<uint8_t> short_one = ResultRecord(issued[1].walk_id, fw::WalkOutcome::kComplete, 3, {1, 2, 3, 4});
+  short_one.pop_back();
+  job.OnUpload(0, 2, kResult, short_one, 2);
+  job.OnUpload(0, 2, kResult, ResultRecord(999999, fw::WalkOutcome::kComplete, 3, {1, 2, 3, 4}), 2);
+  EXPECT_EQ(job.summary().bad_results, 3u);
+  EXPECT_EQ(job.summary().completed, 0u);
+  EXPECT_EQ(job.corpus().num_tokens(), 0u);
+}
+
+}  // namespace
+}  // namespace nodefl::server::jobs
