@@ -18,6 +18,7 @@ Like DeepWalk's scoring script, the S shuffles are drawn once and shared by
 all ratios: ratio 0.5 trains on a superset of ratio 0.1's training nodes.
 """
 
+import os
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -97,9 +98,25 @@ def predict_top_k(probabilities, k_per_row):
     return predicted
 
 
+# Warning filter for the per-label training: a label absent from (or
+# universal in) a small training share gets a constant predictor, and sklearn
+# warns about it, which is expected here.
+_CONSTANT_LABEL_WARNINGS = "ignore::UserWarning:sklearn.multiclass"
+
+
+def _quiet_worker_processes():
+    """joblib's worker processes do not inherit warnings filters, only the
+    environment (they read PYTHONWARNINGS when they start)."""
+    current = os.environ.get("PYTHONWARNINGS", "")
+    if _CONSTANT_LABEL_WARNINGS not in current.split(","):
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [current, _CONSTANT_LABEL_WARNINGS]))
+
+
 def new_classifier(threads, seed):
     # liblinear is the solver DeepWalk/node2vec evaluations used; n_jobs
     # spreads the per-label binary problems over processes.
+    if threads > 1:
+        _quiet_worker_processes()
     return OneVsRestClassifier(LogisticRegression(solver="liblinear", random_state=seed),
                                n_jobs=threads if threads > 1 else None)
 
@@ -108,8 +125,6 @@ def score_split(x_train, y_train, x_test, y_test, threads=1, seed=0):
     """Trains on one split and returns (micro_f1, macro_f1, predictions)."""
     classifier = new_classifier(threads, seed)
     with warnings.catch_warnings():
-        # A label absent from (or universal in) a small training share gets a
-        # constant predictor; sklearn warns about it, which is expected here.
         warnings.filterwarnings("ignore", category=UserWarning, module="sklearn.multiclass")
         classifier.fit(x_train, y_train)
         probabilities = classifier.predict_proba(x_test)

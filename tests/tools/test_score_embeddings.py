@@ -84,6 +84,15 @@ class ScoresOnKnownCases(unittest.TestCase):
         self.assertEqual(a.micro_f1, b.micro_f1)
         self.assertNotEqual(a.micro_f1, c.micro_f1)
 
+    def test_worker_processes_give_the_same_scores(self):
+        rng = np.random.default_rng(18)
+        y = as_matrix(single_label(120, 3))
+        x = y + rng.normal(0, 1.0, y.shape)
+        one = evaluate(x, y, [0.5], shuffles=2, seed=3, threads=1)[0]
+        two = evaluate(x, y, [0.5], shuffles=2, seed=3, threads=2)[0]
+        self.assertEqual(one.micro_f1, two.micro_f1)
+        self.assertEqual(one.macro_f1, two.macro_f1)
+
     def test_ratio_that_leaves_no_training_node_is_refused(self):
         y = as_matrix(single_label(20, 2))
         with self.assertRaisesRegex(ValueError, "0 training"):

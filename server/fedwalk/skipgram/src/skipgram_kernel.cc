@@ -14,7 +14,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && !defined(NODEFL_SKIPGRAM_NO_CLONES)
-#define NODEFL_SKIPGRAM_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define NODEFL_SKIPGRAM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define NODEFL_SKIPGRAM_CLONES
 #endif

@@ -15,7 +15,8 @@
 //   3. if r == 1: sends the walk to the server (kWalkResult) and stops;
 //   4. if r > 2, with probability p (the 2-hop predictor): builds the pool
 //      of, for each bin i, the round(max(c_u[i], 0)) vertices of bin i
-//      nearest to u in the tree (c_u = u's dictionary row), draws u'
+//      nearest to u in the tree (c_u = u's dictionary row; the pool
+//      leaves out u and w itself, see tree_index.h), draws u'
 //      uniformly from the pool, and forwards the walk to u' with remaining
 //      r - 2 and kSelfEncodeFirst (u' appends Enc(u'), the paper's
 //      narrative; Alg. 1 line 27 prints "u", a typo);
@@ -26,7 +27,9 @@
 // (Eq. 21): E_1 = 0, E_2 = 1, E_l = p(E_{l-2} + 1) + (1 - p)(E_{l-1} + 1).
 // Enc(x) samples the codebook row of x (Eq. 12, SampleCodebookRow).
 // A device with no neighbours ends the walk early with kDeadEnd. An empty
-// pool (all c_u[i] <= 0) falls back to step 5.
+// pool (all c_u[i] <= 0, or no tree kept) falls back to step 5.
+// "Neighbours" here are the neighbours taking part in the job: those the
+// device holds a codebook row for (the HCT job's round 3).
 //
 // Every multi-byte value is little-endian.
 #pragma once
@@ -37,6 +40,7 @@
 #include "nodefl/core/result.h"
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
+#include "nodefl/privacy/privacy_mode.h"
 
 namespace nodefl::fedwalk {
 
@@ -51,7 +55,8 @@ inline constexpr uint32_t kMaxWalkLength = 1000;
 
 // JobStart.parameters of round 1.
 struct WalkParameters {
-  uint16_t length = 40;               // l
+  PrivacyMode mode = kDefaultPrivacyMode;  // the codebook's mode, for the ledger
+  uint16_t length = 40;               // l: the longest walk of the job
   double p = 0.2;                     // 2-hop predictor probability
   double epsilon = 2.0;               // ε of Eq. 12 (the codebook's)
   // The ε each encoding costs, as the server computed it for the codebook
@@ -61,8 +66,20 @@ struct WalkParameters {
   uint32_t max_pending_walks = 32;    // walks a device may hold waiting for a key
   uint8_t salt[16] = {};              // public job salt for the job keys
 };
+// Layout (56 bytes): u8 version (kWalkParametersVersion), u8 mode, u16 l,
+// u32 max_pending_walks, f64 p, f64 epsilon, f64 epsilon_per_encoding,
+// salt (16 bytes), 8 reserved bytes (zero).
 inline constexpr size_t kWalkParametersBytes = 56;
+inline constexpr uint8_t kWalkParametersVersion = 1;
+inline constexpr uint32_t kMaxPendingWalks = 1024;
+// Ranges: mode known; 2 <= length <= kMaxWalkLength; 0 <= p <= 1; both
+// epsilons finite and > 0; 1 <= max_pending_walks <= kMaxPendingWalks.
+Status CheckWalkParameters(const WalkParameters& params);
+// kInvalidArgument for `out` shorter than kWalkParametersBytes or a field
+// out of range.
 Status EncodeWalkParameters(const WalkParameters& params, ByteSpan out);
+// kInvalidArgument for a wrong size, version, non-zero reserved bytes or a
+// field out of range.
 Result<WalkParameters> DecodeWalkParameters(ConstByteSpan bytes);
 
 // JobData.kind values.
@@ -70,14 +87,24 @@ enum class WalkRecord : uint32_t {
   kStartWalks = 1,  // server -> device: u32 count, count x {u32 walk_id, u16 length, u16 0}
   kWalkResult = 2,  // device -> server: u32 walk_id, u8 outcome, u8 0, u16 hops, u16 count,
                     //   u16 0, count x u32 encoded vertex ids
+  // device -> server: u32 count, count x u32 walk_id: walks of a kStartWalks
+  // record the device had no room to hold, ended with kDropped before any
+  // step (no entries, 0 hops). One record answers one kStartWalks record,
+  // sent while handling it, so no started walk is ever lost silently
+  // (equivalent to one kWalkResult{kDropped, hops 0, count 0} per id).
+  kDroppedStarts = 3,
 };
 inline constexpr size_t kStartWalkEntryBytes = 8;
 inline constexpr uint32_t kMaxStartWalksPerRecord = 500;
+inline constexpr size_t kWalkResultHeaderBytes = 12;
+inline constexpr size_t kMaxJobDataBytes = 4096;  // JobData.data (envelope.options)
 
 enum class WalkOutcome : uint8_t {
   kComplete = 0,   // l entries
   kDeadEnd = 1,    // a device without neighbours; the entries so far
-  kDropped = 2,    // a device could not forward it (queue full, no key for the next device)
+  kDropped = 2,    // a device could not carry it on (queue full, no key for the next
+                   // device, no own codebook row for kSelfEncodeFirst, a ledger
+                   // that cannot record the encodings); the entries so far
 };
 
 // The walk message a device seals to the next device (RelaySend payload
@@ -95,5 +122,68 @@ struct WalkHeader {
   uint16_t hops = 0;
   uint16_t count = 0;
 };
+
+// The walk's total length l: count + (kSelfEncodeFirst ? 1 : 0) + remaining
+// (the entries it holds, the one the holder owes for itself, and those still
+// to come; every step keeps it constant).
+inline uint32_t WalkLength(const WalkHeader& h) {
+  return uint32_t{h.count} + ((h.flags & kSelfEncodeFirst) != 0 ? 1u : 0u) + h.remaining;
+}
+// Bytes of a walk message (and of a kWalkResult record) with `count` ids.
+constexpr size_t WalkMessageBytes(size_t count) { return kWalkMessageHeaderBytes + 4 * count; }
+
+// The header's invariants: no unknown flag, remaining >= 1, WalkLength <=
+// kMaxWalkLength.
+Status CheckWalkHeader(const WalkHeader& header);
+// Writes the 12-byte header (the ids follow it, 4 bytes each, in the
+// caller's buffer). kInvalidArgument for `out` too short or a header that
+// fails CheckWalkHeader.
+Status EncodeWalkHeader(const WalkHeader& header, ByteSpan out);
+// Parses a whole walk message: version, CheckWalkHeader, and the size must
+// be exactly WalkMessageBytes(count). The ids are message[12 ..).
+// kInvalidArgument otherwise.
+Result<WalkHeader> DecodeWalkMessage(ConstByteSpan message);
+
+// Id i of a little-endian id array (a walk message's tail, a result's).
+inline uint32_t WalkIdAt(ConstByteSpan ids, size_t i) {
+  const uint8_t* p = ids.data() + 4 * i;
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+// ---- JobData records ---------------------------------------------------------
+
+struct StartWalk {
+  uint32_t walk_id = 0;
+  uint16_t length = 0;  // 1 .. kMaxWalkLength (a device accepts up to its job's l)
+};
+// Encodes 1 .. kMaxStartWalksPerRecord entries; returns the record size.
+// kInvalidArgument for a count or length out of range, kResourceExhausted
+// for `out` too short.
+Result<size_t> EncodeStartWalks(Span<const StartWalk> walks, ByteSpan out);
+// Checks a kStartWalks record (count in range, exact size, lengths in
+// range, reserved zero) and returns its count; StartWalkAt reads entry i of
+// a record that passed.
+Result<uint32_t> DecodeStartWalks(ConstByteSpan record);
+StartWalk StartWalkAt(ConstByteSpan record, size_t i);
+
+// kDroppedStarts: 1 .. kMaxStartWalksPerRecord walk ids.
+Result<size_t> EncodeDroppedStarts(Span<const uint32_t> walk_ids, ByteSpan out);
+// Checks the record and returns its count; the ids are record[4 ..).
+Result<uint32_t> DecodeDroppedStarts(ConstByteSpan record);
+
+struct WalkResultHeader {
+  uint32_t walk_id = 0;
+  WalkOutcome outcome = WalkOutcome::kComplete;
+  uint16_t hops = 0;
+  uint16_t count = 0;  // <= kMaxWalkLength
+};
+// Writes the 12-byte result header followed by `ids` (count x u32 LE, as
+// a walk message holds them); returns the record size. kInvalidArgument
+// for an unknown outcome, count > kMaxWalkLength or ids.size() != 4 x count;
+// kResourceExhausted for `out` too short.
+Result<size_t> EncodeWalkResult(const WalkResultHeader& header, ConstByteSpan ids, ByteSpan out);
+// Checks a kWalkResult record (known outcome, reserved zero, count in
+// range, exact size); the ids are record[12 ..).
+Result<WalkResultHeader> DecodeWalkResult(ConstByteSpan record);
 
 }  // namespace nodefl::fedwalk
