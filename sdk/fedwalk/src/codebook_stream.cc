@@ -8,7 +8,7 @@
 namespace nodefl::fedwalk {
 
 void CodebookStream::Begin(Span<HctNeighbour> neighbours, Span<CodebookEntry> pool,
-                           uint32_t vertex_count) {
+                           uint32_t vertex_count, uint32_t own_id) {
   assembler_.Reset();
   neighbours_ = neighbours;
   pool_ = pool;
@@ -19,6 +19,11 @@ void CodebookStream::Begin(Span<HctNeighbour> neighbours, Span<CodebookEntry> po
   entry_ = 0;
   cursor_ = 0;
   keeping_ = nullptr;
+  keeping_any_ = false;
+  keep_offset_ = 0;
+  own_id_ = own_id;
+  own_offset_ = 0;
+  own_count_ = 0;
   pool_used_ = 0;
   rows_kept_ = 0;
   part_ = Part::kHeader;
@@ -32,12 +37,18 @@ void CodebookStream::Begin(Span<HctNeighbour> neighbours, Span<CodebookEntry> po
   }
 }
 
+Span<const CodebookEntry> CodebookStream::own_row() const {
+  if (own_count_ == 0) return {};
+  return Span<const CodebookEntry>(pool_).subspan(own_offset_, own_count_);
+}
+
 void CodebookStream::NextRow() {
   if (keeping_ != nullptr) {
     keeping_->has_codebook_row = true;
     ++rows_kept_;
     keeping_ = nullptr;
   }
+  keeping_any_ = false;
   ++vertex_;
   part_ = vertex_ == vertex_count_ ? Part::kDone : Part::kRowHeader;
 }
@@ -52,12 +63,21 @@ void CodebookStream::ParseRowHeader(const uint8_t* record) {
   entry_ = 0;
   while (cursor_ < neighbours_.size() && neighbours_[cursor_].id < vertex_) ++cursor_;
   const bool neighbour = cursor_ < neighbours_.size() && neighbours_[cursor_].id == vertex_;
-  if (neighbour && row_count_ > 0) {
+  const bool own = vertex_ == own_id_;
+  if ((neighbour || own) && row_count_ > 0) {
     if (pool_.size() - pool_used_ >= row_count_) {
-      keeping_ = &neighbours_[cursor_];
-      keeping_->codebook_offset = static_cast<uint32_t>(pool_used_);
-      keeping_->codebook_count = static_cast<uint16_t>(row_count_);
-      keeping_->truncated_mass = mass;
+      keeping_any_ = true;
+      keep_offset_ = pool_used_;
+      if (own) {
+        // The own row is complete only once NextRow runs; until then
+        // own_count_ stays 0 so a cut-short artefact leaves no half row.
+        own_offset_ = pool_used_;
+      } else {
+        keeping_ = &neighbours_[cursor_];
+        keeping_->codebook_offset = static_cast<uint32_t>(pool_used_);
+        keeping_->codebook_count = static_cast<uint16_t>(row_count_);
+        keeping_->truncated_mass = mass;
+      }
       pool_used_ += row_count_;
     } else {
       overflow_ = true;  // skip this row, keep parsing (a later one may fit)
@@ -79,8 +99,11 @@ void CodebookStream::ParseEntry(const uint8_t* record) {
     invalid_ = true;
     return;
   }
-  if (keeping_ != nullptr) pool_[keeping_->codebook_offset + entry_] = e;
-  if (++entry_ == row_count_) NextRow();
+  if (keeping_any_) pool_[keep_offset_ + entry_] = e;
+  if (++entry_ == row_count_) {
+    if (keeping_any_ && keeping_ == nullptr) own_count_ = row_count_;
+    NextRow();
+  }
 }
 
 void CodebookStream::Parse(const uint8_t* record) {
@@ -131,6 +154,8 @@ void CodebookStream::DropKeptRows() {
     n.truncated_mass = 0.0f;
   }
   keeping_ = nullptr;
+  keeping_any_ = false;
+  own_count_ = 0;
   pool_used_ = 0;
   rows_kept_ = 0;
 }

@@ -50,13 +50,14 @@ inline void Axpy(float g, const float* __restrict x, float* __restrict y, size_t
 
 NODEFL_SKIPGRAM_CLONES
 void TrainWalk(const SkipGramKernel& kernel, const uint32_t* walk, uint32_t length, float alpha, FastRng& rng,
-               float* gradient) {
+               const KernelScratch& scratch) {
   float* __restrict const input = kernel.input;
   float* __restrict const output = kernel.output;
-  float* __restrict const grad = gradient;
+  float* __restrict const grad = scratch.gradient;
   const size_t stride = kernel.stride;
   const SigmoidTable& sigmoid = *kernel.sigmoid;
   const NegativeSampler& sampler = *kernel.sampler;
+  uint32_t* const targets = scratch.targets;
   for (uint32_t i = 0; i < length; ++i) {
     const uint32_t reach = kernel.dynamic_window ? 1 + rng.Below(kernel.window) : kernel.window;
     const uint32_t first = i >= reach ? i - reach : 0;
@@ -67,16 +68,24 @@ void TrainWalk(const SkipGramKernel& kernel, const uint32_t* walk, uint32_t leng
       if (j == i) continue;
       const uint32_t context = walk[j];
       std::memset(grad, 0, sizeof(float) * stride);
-      for (uint32_t d = 0; d <= kernel.negative; ++d) {
-        uint32_t target = context;
-        float label = 1.0f;
-        if (d > 0) {
-          target = sampler.Sample(rng);
-          if (target == context) continue;
-          label = 0.0f;
-        }
-        float* __restrict const out = output + target * stride;
-        const float g = (label - sigmoid(Dot(centre, out, stride))) * alpha;
+      // Draw this pair's negatives first and prefetch their rows, so the
+      // cache misses overlap instead of stalling one dot product each.
+      uint32_t count = 0;
+      for (uint32_t d = 0; d < kernel.negative; ++d) {
+        const uint32_t target = sampler.Sample(rng);
+        if (target == context) continue;
+        targets[count++] = target;
+        __builtin_prefetch(output + target * stride);
+      }
+      {
+        float* __restrict const out = output + context * stride;
+        const float g = (1.0f - sigmoid(Dot(centre, out, stride))) * alpha;
+        Axpy(g, out, grad, stride);
+        Axpy(g, centre, out, stride);
+      }
+      for (uint32_t d = 0; d < count; ++d) {
+        float* __restrict const out = output + targets[d] * stride;
+        const float g = -sigmoid(Dot(centre, out, stride)) * alpha;
         Axpy(g, out, grad, stride);
         Axpy(g, centre, out, stride);
       }

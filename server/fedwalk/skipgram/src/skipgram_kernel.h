@@ -24,10 +24,15 @@ struct SkipGramKernel {
   const NegativeSampler* sampler = nullptr;
 };
 
+// One thread's working memory, allocated before training starts.
+struct KernelScratch {
+  float* gradient = nullptr;  // `stride` floats, not overlapping the matrices
+  uint32_t* targets = nullptr;  // `negative` vertex ids
+};
+
 // Every (centre, context) pair of `walk` (already subsampled) at learning
-// rate `alpha`. `gradient` is scratch of `stride` floats, not overlapping
-// the matrices.
+// rate `alpha`.
 void TrainWalk(const SkipGramKernel& kernel, const uint32_t* walk, uint32_t length, float alpha, FastRng& rng,
-               float* gradient);
+               const KernelScratch& scratch);
 
 }  // namespace nodefl::server::fedwalk::internal

@@ -104,11 +104,13 @@ std::optional<SkipGramModel> Train(const WalkCorpus& corpus, const SkipGramOptio
   // All scratch is allocated here, so workers never allocate.
   struct Scratch {
     AlignedFloats gradient;
+    std::vector<uint32_t> targets;
     std::vector<uint32_t> kept;
   };
   std::vector<Scratch> scratch(threads);
   for (Scratch& s : scratch) {
     s.gradient.assign(model.stride, 0.0f);
+    s.targets.resize(options.negative);
     if (subsample) s.kept.resize(corpus.max_walk_length());
   }
 
@@ -120,6 +122,7 @@ std::optional<SkipGramModel> Train(const WalkCorpus& corpus, const SkipGramOptio
   auto work = [&](unsigned t) {
     FastRng rng(StreamSeed(options.seed, 1 + uint64_t{t}));
     Scratch& mine = scratch[t];
+    const internal::KernelScratch kernel_scratch{mine.gradient.data(), mine.targets.data()};
     float alpha = options.alpha;
     uint64_t pending = 0;
     for (uint32_t epoch = 0; epoch < options.epochs; ++epoch) {
@@ -134,7 +137,7 @@ std::optional<SkipGramModel> Train(const WalkCorpus& corpus, const SkipGramOptio
           }
           tokens = mine.kept.data();
         }
-        internal::TrainWalk(kernel, tokens, length, alpha, rng, mine.gradient.data());
+        internal::TrainWalk(kernel, tokens, length, alpha, rng, kernel_scratch);
         pending += walk.size();
         if (pending >= kTokensPerUpdate) {
           const uint64_t now = done.fetch_add(pending, std::memory_order_relaxed) + pending;

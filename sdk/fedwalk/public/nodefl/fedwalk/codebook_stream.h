@@ -7,6 +7,10 @@
 // (RecordAssembler); rows arrive in vertex order, so a cursor through the
 // sorted neighbours finds the rows to keep.
 //
+// The device's own row is kept too (own_id): a walk that jumps to the
+// device with the 2-hop predictor needs the device to encode itself
+// (walk_format.h, kSelfEncodeFirst).
+//
 // Validation, all of it before an entry can reach the walk: the header's
 // vertex count equals the job's and 1 <= K <= kMaxCodebookK, reserved fields
 // are zero, every row has count <= K and a finite truncated mass, every
@@ -28,19 +32,25 @@ namespace nodefl::fedwalk {
 
 class CodebookStream {
  public:
-  // Starts a pass: every neighbour's codebook fields are cleared and the
-  // pool is empty.
-  void Begin(Span<HctNeighbour> neighbours, Span<CodebookEntry> pool, uint32_t vertex_count);
+  // Starts a pass: every neighbour's codebook fields are cleared, no own
+  // row is held and the pool is empty. `own_id`: the device (kAbsentVertex:
+  // keep no own row).
+  void Begin(Span<HctNeighbour> neighbours, Span<CodebookEntry> pool, uint32_t vertex_count,
+             uint32_t own_id = kAbsentVertex);
   // The piece at `offset` (in order, no gaps).
   void Feed(uint64_t offset, ConstByteSpan data);
   // After the digest matched:
-  //   OK                  every neighbour's non-empty row is kept
+  //   OK                  every neighbour's non-empty row is kept, and the
+  //                       own row if non-empty
   //   kDataLoss           malformed or short codebook: nothing is kept
-  //   kResourceExhausted  the pool could not hold every neighbour row; the
-  //                       rows that fit are kept
+  //   kResourceExhausted  the pool could not hold every such row; the rows
+  //                       that fit are kept
   Status Finish();
 
+  // Neighbour rows kept (the own row is not counted).
   uint32_t rows_kept() const { return rows_kept_; }
+  // The own row in the pool (empty if none was kept).
+  Span<const CodebookEntry> own_row() const;
   size_t pool_used() const { return pool_used_; }
   uint32_t k() const { return k_; }
 
@@ -62,6 +72,11 @@ class CodebookStream {
   uint32_t entry_ = 0;       // next entry of the row
   size_t cursor_ = 0;        // first neighbour with id >= vertex_
   HctNeighbour* keeping_ = nullptr;  // neighbour whose row is being kept
+  bool keeping_any_ = false;         // a row (a neighbour's or the own) is being kept
+  size_t keep_offset_ = 0;           // its first entry in the pool
+  uint32_t own_id_ = kAbsentVertex;
+  size_t own_offset_ = 0;
+  uint32_t own_count_ = 0;           // 0: no own row kept
   size_t pool_used_ = 0;
   uint32_t rows_kept_ = 0;
   Part part_ = Part::kHeader;
