@@ -537,10 +537,67 @@ TEST(FedWalkHctRoleTest, PaperModeRunsAllThreeRounds) {
     EXPECT_EQ(d.role.neighbours()[i].truncated_mass, s.codebook_rows[u].truncated_mass);
     expected_pool += want.size();
   }
+  // The device's own row is kept too (for walks that jump to it).
+  const Span<const CodebookEntry> own = d.role.OwnCodebookRow();
+  const auto& own_want = s.codebook_rows[s.own].entries;
+  ASSERT_EQ(own.size(), own_want.size());
+  for (size_t j = 0; j < own_want.size(); ++j) {
+    EXPECT_EQ(own[j].vertex, own_want[j].vertex);
+    EXPECT_EQ(own[j].accept_q31, own_want[j].accept_q31);
+    EXPECT_EQ(own[j].alias, own_want[j].alias);
+  }
+  expected_pool += own_want.size();
   EXPECT_EQ(d.role.stats().pool_used, expected_pool);
   EXPECT_EQ(d.role.stats().codebook_rows_kept, 8u);
   EXPECT_EQ(d.role.stats().failures, 0u);
   EXPECT_EQ(d.got.other_frames, 0u);
+}
+
+TEST(FedWalkHctRoleTest, OwnCodebookRowIsKeptOnlyWhenPresentAndWhole) {
+  {
+    // The device is absent from the codebook (count 0): no own row, and
+    // that is not an error.
+    Scenario s;
+    s.codebook_rows[s.own].entries.clear();
+    const auto codebook = EncodeCodebook(s.n, s.k, s.codebook_rows);
+    Device d(s);
+    d.Round1(s, s.Params(PrivacyMode::kStrict));
+    d.Round2(s);
+    d.Round3(s, codebook);
+    ASSERT_EQ(d.got.reports.size(), 3u);
+    EXPECT_EQ(d.got.reports[2].body.code, 0u);
+    EXPECT_TRUE(d.role.OwnCodebookRow().empty());
+    EXPECT_EQ(d.role.stats().codebook_rows_kept, 8u);
+  }
+  {
+    // A corrupt row anywhere drops the own row with the rest.
+    Scenario s;
+    auto rows = s.codebook_rows;
+    rows[39].entries[0].alias = 50;  // the last row, after the own row
+    const auto corrupt = EncodeCodebook(s.n, s.k, rows);
+    Device d(s);
+    d.Round1(s, s.Params(PrivacyMode::kStrict));
+    d.Round2(s);
+    d.Round3(s, corrupt);
+    ASSERT_EQ(d.got.reports.size(), 3u);
+    EXPECT_EQ(d.got.reports[2].body.code, static_cast<uint32_t>(StatusCode::kDataLoss));
+    EXPECT_TRUE(d.role.OwnCodebookRow().empty());
+  }
+  {
+    // A small pool shared in vertex order: rows 1 and 2 take 4 + 3
+    // entries, 5's 4 do not fit, the own row (7) takes 2, 11's 2 do not
+    // fit, 12's single entry fills the pool.
+    const Scenario s;
+    ASSERT_EQ(s.codebook_rows[s.own].entries.size(), 2u);
+    Device d(s, DeviceSetup{/*pool_entries=*/10});
+    d.Round1(s, s.Params(PrivacyMode::kStrict));
+    d.Round2(s);
+    d.Round3(s, s.codebook);
+    ASSERT_EQ(d.got.reports.size(), 3u);
+    EXPECT_EQ(d.got.reports[2].body.code, static_cast<uint32_t>(StatusCode::kResourceExhausted));
+    EXPECT_EQ(d.role.OwnCodebookRow().size(), 2u);
+    EXPECT_EQ(d.role.stats().pool_used, 10u);
+  }
 }
 
 TEST(FedWalkHctRoleTest, StrictModeReleasesOnlyExactDiscreteNoise) {

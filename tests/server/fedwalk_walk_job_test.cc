@@ -184,29 +184,46 @@ TEST(FedWalkWalkJobTest, TimeoutsAndOfflineDevicesLoseWalksWithAReason) {
   FedWalkWalkJob job(o, {0, 1, 2});
   (void)job.Begin(0);
   for (uint32_t d = 0; d < 3; ++d) job.OnReport(d, 1, Report(), 1);
-  std::vector<Issued> issued = Starts(job.TakeData());
-  ASSERT_EQ(issued.size(), 3u);
-  // Device 2 is offline: its walk cannot start.
-  job.OnUndeliverable(2, 2);
+  // What the runner does with the job's records: device 2 is offline, so
+  // every record for it comes back as undeliverable.
+  auto deliver = [&job](uint64_t now) {
+    std::vector<Issued> delivered;
+    for (const Issued& i : Starts(job.TakeData())) {
+      if (i.device == 2) {
+        job.OnUndeliverable(2, now);
+      } else {
+        delivered.push_back(i);
+      }
+    }
+    return delivered;
+  };
+  std::vector<Issued> issued = deliver(2);
+  ASSERT_EQ(issued.size(), 2u);  // devices 0 and 1
   EXPECT_EQ(job.summary().lost_offline, 1u);
-  // The walk of device 1 never comes back; device 0's completes.
+  // Device 0's walk completes; device 1's never comes back.
   for (const Issued& i : issued) {
     if (i.device == 0) {
       job.OnUpload(0, 2, kResult, ResultRecord(i.walk_id, fw::WalkOutcome::kComplete, 3, {1, 2, 3, 4}), 3);
     }
   }
-  // Re-issues (attempt 2) for devices 1 (after its timeout) and 2.
+  // Device 2's second attempt (issued with that result) fails the same way:
+  // its slot is lost for good.
+  EXPECT_TRUE(deliver(3).empty());
+  EXPECT_EQ(job.summary().lost_offline, 2u);
+  EXPECT_EQ(job.summary().lost, 1u);
+  // Device 1's walk times out and is issued again, then times out again.
   job.Poll(2'000'000);
-  std::vector<Issued> again = Starts(job.TakeData());
-  EXPECT_EQ(again.size(), 2u);
+  std::vector<Issued> again = deliver(2'000'000);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].device, 1u);
   EXPECT_EQ(job.summary().lost_deadline, 1u);
-  job.OnUndeliverable(2, 2'000'001);
-  job.Poll(4'000'000);  // device 1's second attempt times out too
+  job.Poll(4'000'000);
   const WalkSummary& s = job.summary();
   EXPECT_EQ(s.completed, 1u);
   EXPECT_EQ(s.lost, 2u);  // both slots out of attempts
   EXPECT_EQ(s.lost_offline, 2u);
   EXPECT_EQ(s.lost_deadline, 2u);
+  EXPECT_EQ(s.reissued, 2u);
   EXPECT_EQ(s.completed + s.dead_ends + s.lost, s.walk_slots);
 }
 

@@ -89,6 +89,10 @@ Span<const CodebookEntry> FedWalkHctRole::CodebookRow(size_t neighbour_index) co
   return Span<const CodebookEntry>(storage_.codebook_pool).subspan(n.codebook_offset, n.codebook_count);
 }
 
+Span<const CodebookEntry> FedWalkHctRole::OwnCodebookRow() const {
+  return own_row_kept_ ? codebook_stream_.own_row() : Span<const CodebookEntry>();
+}
+
 ConstByteSpan FedWalkHctRole::tree() const {
   return tree_kept_ ? ConstByteSpan(storage_.tree.data(), static_cast<size_t>(tree_bytes_)) : ConstByteSpan();
 }
@@ -109,6 +113,7 @@ void FedWalkHctRole::StartJob(uint64_t job_id, const HctParameters& params) {
   has_histogram_ = false;
   bin_plan_kept_ = false;
   tree_kept_ = false;
+  own_row_kept_ = false;
   stats_ = Stats{};
   for (HctNeighbour& n : storage_.neighbours) {
     const uint32_t id = n.id;
@@ -258,7 +263,8 @@ void FedWalkHctRole::BeginDownload(HctArtefact kind, uint64_t total_bytes) {
       tree_stream_.Begin(total_bytes, params_.vertex_count, storage_.tree);
       return;
     case HctArtefact::kCodebook:
-      codebook_stream_.Begin(storage_.neighbours, storage_.codebook_pool, params_.vertex_count);
+      own_row_kept_ = false;
+      codebook_stream_.Begin(storage_.neighbours, storage_.codebook_pool, params_.vertex_count, own_id_);
       return;
     default:
       return;
@@ -282,6 +288,7 @@ void FedWalkHctRole::FinishDownload(HctArtefact kind) {
     case HctArtefact::kCodebook:
       codebook_outcome_ = codebook_stream_.Finish();
       stats_.codebook_rows_kept = codebook_stream_.rows_kept();
+      own_row_kept_ = !codebook_stream_.own_row().empty();
       stats_.pool_used = codebook_stream_.pool_used();
       return;
     default:

@@ -39,10 +39,14 @@ TEST(SigmoidTableTest, WithinDocumentedErrorEverywhere) {
     const double exact = 1 / (1 + std::exp(-x));
     ASSERT_NEAR(sigmoid(static_cast<float>(x)), exact, SigmoidTable::kMaxError) << "x = " << x;
   }
-  EXPECT_EQ(sigmoid(std::nextafter(8.0f, 0.0f)), sigmoid(7.999f));
+  EXPECT_EQ(sigmoid(8.0f), 1.0f);
+  EXPECT_EQ(sigmoid(100.0f), 1.0f);
   EXPECT_EQ(sigmoid(INFINITY), 1.0f);
+  EXPECT_EQ(sigmoid(-8.01f), 0.0f);
   EXPECT_EQ(sigmoid(-INFINITY), 0.0f);
-  EXPECT_EQ(sigmoid(NAN), 1.0f);
+  EXPECT_EQ(sigmoid(NAN), 0.0f);
+  // Cell [0, 1/256) holds sigma at its midpoint 1/512.
+  EXPECT_NEAR(sigmoid(0.0f), 1 / (1 + std::exp(-1.0 / 512)), 1e-7);
   // sigma(-x) = 1 - sigma(x) up to the error of the two look-ups.
   for (float x = 0.01f; x < 8; x += 0.37f) {
     EXPECT_NEAR(sigmoid(-x), 1 - sigmoid(x), 2 * SigmoidTable::kMaxError) << x;

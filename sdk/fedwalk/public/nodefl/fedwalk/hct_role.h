@@ -22,8 +22,9 @@
 //               kDegreeHistogram), an epsilon_upload-DP release.
 //   round 3 (kRoundPublish): the server streams the tree (kTree) and the
 //     codebook (kCodebook). The device verifies both, keeps the tree if
-//     HctStorage::tree holds it, keeps its neighbours' codebook rows, and
-//     reports. The job is then finished().
+//     HctStorage::tree holds it, keeps its neighbours' codebook rows and
+//     its own (the walk needs it when a walk jumps to the device with the
+//     2-hop predictor), and reports. The job is then finished().
 //
 // A device never asks for specific rows (that would reveal its edges): it
 // receives every artefact whole and filters it as it streams by
@@ -103,7 +104,7 @@ class FedWalkHctRole final : public device::Role {
     uint32_t neighbours_present = 0;  // round 2: neighbours with a finite dictionary row
     uint32_t matrix_rows = 0;         // round 2, paper: rows of the uploaded M_v
     uint32_t codebook_rows_kept = 0;  // round 3
-    size_t pool_used = 0;             // round 3: entries of codebook_pool in use
+    size_t pool_used = 0;             // round 3: entries of codebook_pool in use (own row included)
     uint32_t uploads = 0;             // uploads started, re-sends included
     uint32_t reports = 0;             // JobReports sent, repeats included
     uint32_t failures = 0;            // rounds that ended with a non-OK outcome
@@ -147,6 +148,11 @@ class FedWalkHctRole final : public device::Role {
   // plan if they were kept (empty otherwise).
   Span<const HctNeighbour> neighbours() const { return storage_.neighbours; }
   Span<const CodebookEntry> CodebookRow(size_t neighbour_index) const;
+  // The device's own codebook row (empty if none was kept: the device is
+  // absent from the codebook, or the pool had no room for it).
+  Span<const CodebookEntry> OwnCodebookRow() const;
+  // The pool the rows live in (HctNeighbour::codebook_offset/count).
+  Span<const CodebookEntry> codebook_pool() const { return storage_.codebook_pool; }
   ConstByteSpan tree() const;
   ConstByteSpan bin_plan() const;
 
@@ -222,6 +228,7 @@ class FedWalkHctRole final : public device::Role {
   Status codebook_outcome_;
   bool bin_plan_kept_ = false;
   bool tree_kept_ = false;
+  bool own_row_kept_ = false;
   uint64_t tree_bytes_ = 0;
 
   // Releases, kept for re-sends.

@@ -38,9 +38,9 @@ struct HctStorage {
   // device's own id. Its size is the device's capacity (see
   // FedWalkHctRole::Init for a degree above it).
   Span<HctNeighbour> neighbours;
-  // Codebook rows of the neighbours: deg x K entries always suffice (K =
-  // HctParameters::codebook_k). Too small: round 3 reports
-  // kResourceExhausted and keeps the rows that fit.
+  // Codebook rows of the neighbours and of the device itself: (deg + 1) x
+  // K entries always suffice (K = HctParameters::codebook_k). Too small:
+  // round 3 reports kResourceExhausted and keeps the rows that fit.
   Span<CodebookEntry> codebook_pool;
   // Optional: the published tree (kTree artefact) is kept here if it fits,
   // otherwise only verified.

@@ -9,7 +9,8 @@
 // taken as exactly 0 or 1 (as word2vec does past its MAX_EXP): the true value
 // is then within sigma(-8) = 3.4e-4 of it, and the gradient of a pair the
 // model already scores that confidently is left at its clamped value. The
-// 16 KiB table stays in L1 next to the vectors being trained.
+// 16 KiB table stays in L1 next to the vectors being trained. A NaN reads
+// as 0.
 #pragma once
 
 #include <array>
@@ -26,24 +27,28 @@ class SigmoidTable {
   static constexpr double kMaxError = 5e-4;
 
   SigmoidTable() {
+    cells_[0] = 0.0f;
     for (int i = 0; i < kCells; ++i) {
       const double x = -kLimit + (i + 0.5) / kCellsPerUnit;
-      cells_[i] = static_cast<float>(1.0 / (1.0 + std::exp(-x)));
+      cells_[i + 1] = static_cast<float>(1.0 / (1.0 + std::exp(-x)));
     }
+    cells_[kCells + 1] = 1.0f;
   }
 
+  // Branch-free (the sign of a score is hard to predict): the position is
+  // clamped into [0, kCells + 1], whose end cells hold exactly 0 and 1. A
+  // NaN fails the first comparison and reads as 0.
   float operator()(float x) const {
-    // Written so that a NaN lands in the first branch instead of indexing
-    // with an undefined conversion.
-    if (!(x < kLimit)) return 1.0f;
-    if (!(x > -kLimit)) return 0.0f;
-    // (x + 8) * 256 can round up to exactly kCells for x just below 8.
-    const int cell = static_cast<int>((x + kLimit) * kCellsPerUnit);
-    return cells_[cell < kCells ? cell : kCells - 1];
+    float position = (x + kLimit) * kCellsPerUnit + 1.0f;
+    position = position > 0.0f ? position : 0.0f;
+    position = position < kCells + 1.0f ? position : kCells + 1.0f;
+    return cells_[static_cast<int>(position)];
   }
 
  private:
-  std::array<float, kCells> cells_{};
+  // cells_[1 + i] is cell i of the range; cells_[0] and cells_[kCells + 1]
+  // stand for everything below and above it.
+  std::array<float, kCells + 2> cells_{};
 };
 
 }  // namespace nodefl::server::fedwalk

@@ -17,7 +17,12 @@
 // standard trade of every word2vec implementation (formally a data race in
 // the C++ memory model, harmless on the targets we build for; thread
 // sanitizer will report it). With threads == 1 there is no race and
-// training is deterministic for a given seed and binary.
+// training is deterministic for a given seed, binary and CPU family (the
+// kernel picks an SSE2, AVX2 or AVX-512 build at load time, and those differ
+// in the last bits of a float).
+//
+// Speed: no allocation, lock or virtual call in the loop; see
+// skipgram_kernel.cc for the inner loop's measured design choices.
 #pragma once
 
 #include <cstdint>

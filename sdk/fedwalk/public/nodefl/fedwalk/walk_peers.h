@@ -1,0 +1,162 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// WalkPeerTable: the end-to-end keys a device holds in the FedWalk walk job
+// (walk_role.h): one record per neighbour, for the whole job, and a bounded
+// cache of records for the non-neighbours that 2-hop jumps bring (walks the
+// device sends to a predicted u', walks a predicted jump brings from a
+// device that is not a neighbour).
+//
+// Keys are obtained as in the neighbour-echo job (roles/neighbour_echo.h):
+// the server answers PeerKeyRequest with PeerCertificate; the device checks
+// each certificate against the pinned deployment CA and the expected id
+// (seal::VerifyPeerCertificate), derives the long-term pair keys by ECDH
+// (seal::DerivePairKeys) and from them this job's keys with the job's public
+// salt (seal::DeriveJobKeys). A neighbour's pair keys survive across jobs
+// (only its job keys are re-derived); a cached non-neighbour's go with its
+// record.
+//
+// Cache eviction: least recently used among the records that no held walk
+// waits on and that have no certificate request in flight (evicting those
+// would strand a walk or mis-account a request). When every record is
+// pinned, a new non-neighbour gets no record and the walk that needed it
+// ends (walk_role.h says how).
+//
+// Counters and replays. Every device seals with one device-wide counter per
+// job (walk_role.h), so counters never repeat under any key, even after a
+// record was evicted and its keys re-derived. The receiving side keeps a
+// seal::ReplayWindow per record; an evicted record's window is forgotten,
+// so a message its sender sealed before the eviction could be replayed
+// once more by the relay after the record is re-created. The walk job
+// tolerates that: a replayed walk costs the device encodings (recorded in
+// its ledger like any other) and the server sees a duplicate walk id.
+// Size the cache so eviction is rare.
+//
+// Memory: sizeof(WalkPeer) (about 180 bytes) per neighbour and per cache
+// record, all caller-provided; no heap in this code (certificate checks and
+// ECDH allocate inside MbedTLS, see sdk/seal).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "nodefl/core/span.h"
+#include "nodefl/core/status.h"
+#include "nodefl/seal/pair_keys.h"
+#include "nodefl/seal/replay_window.h"
+#include "nodefl/tls/credentials.h"
+#include "nodefl/tls/rng.h"
+#include "nodefl/wire/envelope.pb.h"
+
+namespace nodefl::fedwalk {
+
+enum class PeerKeyState : uint8_t {
+  kUnused,     // cache record: free
+  kNone,       // not needed so far
+  kWanted,     // needed: a certificate request is due
+  kRequested,  // a request is in flight
+  kReady,      // job keys derived
+  kFailed,     // not found, or failed verification or derivation
+};
+
+struct WalkPeer {
+  uint32_t id = 0;
+  PeerKeyState state = PeerKeyState::kUnused;
+  uint16_t waiting = 0;    // held walks that need this record's keys
+  uint32_t last_used = 0;  // LRU stamp (cache records)
+  seal::PairKeys pair_keys;  // long-term (ECDH)
+  seal::PairKeys job_keys;   // this job's
+  seal::ReplayWindow window;
+};
+
+class WalkPeerTable {
+ public:
+  WalkPeerTable(const tls::TlsCredentials& credentials, tls::RandomFunction random, void* random_context);
+
+  // Binds the records. neighbours[i].id must be sorted ascending, without
+  // duplicates, without own_id (kInvalidArgument otherwise); the records'
+  // pair keys are kept if their id is unchanged since the last Bind.
+  Status Bind(uint32_t own_id, Span<WalkPeer> neighbours, Span<WalkPeer> cache);
+
+  // A new job: job keys wiped, windows reset; cache records freed.
+  // Neighbours with valid pair keys get job keys at once (kReady); the
+  // others become kWanted if `wanted(index)` says they take part, kNone
+  // otherwise.
+  template <typename Wanted>
+  void StartJob(ConstByteSpan salt, uint64_t job_id, Wanted wanted);
+
+  // The record of a neighbour or a cached peer; nullptr if none.
+  WalkPeer* Find(uint32_t id);
+  bool IsNeighbour(uint32_t id) const;
+  // Find, or a new cache record (kNone) for `id`, evicting as described
+  // above; nullptr when the cache is full of pinned records (or has none).
+  WalkPeer* FindOrAdd(uint32_t id);
+  // Marks a use (LRU).
+  void Touch(WalkPeer* peer) { peer->last_used = ++clock_; }
+  // Marks a record as needed: kNone -> kWanted.
+  void Want(WalkPeer* peer);
+
+  // Fills a PeerKeyRequest with up to its capacity of kWanted ids (which
+  // become kRequested), respecting `max_outstanding` requests in flight.
+  // Returns the number of ids added.
+  size_t FillRequest(nodefl_wire_PeerKeyRequest* request, uint32_t max_outstanding);
+  // A PeerCertificate for this job. Returns the record it settled (kReady
+  // or kFailed), or nullptr for an answer nobody asked for (ignored).
+  WalkPeer* OnCertificate(const nodefl_wire_PeerCertificate& certificate);
+  // The connection broke: requests in flight are lost and asked again.
+  void OnRestart();
+
+  bool has_wanted() const { return wanted_ > 0; }
+  uint32_t outstanding() const { return outstanding_; }
+  uint32_t key_failures() const { return key_failures_; }
+  uint32_t evictions() const { return evictions_; }
+  Span<WalkPeer> neighbours() { return neighbours_; }
+
+ private:
+  Status Derive(WalkPeer* peer, ConstByteSpan certificate_der);
+  Status DeriveJobKeys(WalkPeer* peer);
+  // kReady on success; kFailed (pair keys wiped, counted) otherwise.
+  void Settle(WalkPeer* peer, Status derived);
+  // Moves a record to `state`, keeping the kWanted/kRequested counts.
+  void SetState(WalkPeer* peer, PeerKeyState state);
+  void ResetJobState(WalkPeer* peer);
+
+  const tls::TlsCredentials& credentials_;
+  tls::RandomFunction random_;
+  void* random_context_;
+  uint32_t own_id_ = 0;
+  Span<WalkPeer> neighbours_;
+  Span<WalkPeer> cache_;
+  uint8_t salt_[16] = {};
+  size_t salt_size_ = 0;
+  uint64_t job_id_ = 0;
+  uint32_t clock_ = 0;
+  uint32_t wanted_ = 0;       // records in kWanted
+  uint32_t outstanding_ = 0;  // records in kRequested
+  uint32_t key_failures_ = 0;
+  uint32_t evictions_ = 0;
+};
+
+template <typename Wanted>
+void WalkPeerTable::StartJob(ConstByteSpan salt, uint64_t job_id, Wanted wanted) {
+  salt_size_ = salt.size() < sizeof(salt_) ? salt.size() : sizeof(salt_);
+  for (size_t i = 0; i < salt_size_; ++i) salt_[i] = salt[i];
+  job_id_ = job_id;
+  wanted_ = outstanding_ = key_failures_ = evictions_ = 0;
+  for (WalkPeer& p : cache_) {
+    p.pair_keys.Wipe();
+    ResetJobState(&p);
+    p.state = PeerKeyState::kUnused;
+  }
+  for (size_t i = 0; i < neighbours_.size(); ++i) {
+    WalkPeer& p = neighbours_[i];
+    ResetJobState(&p);
+    if (p.pair_keys.valid) {
+      // A neighbour known from an earlier job needs no certificate again.
+      Settle(&p, DeriveJobKeys(&p));
+    } else {
+      SetState(&p, wanted(i) ? PeerKeyState::kWanted : PeerKeyState::kNone);
+    }
+  }
+}
+
+}  // namespace nodefl::fedwalk

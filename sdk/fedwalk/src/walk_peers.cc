@@ -1,0 +1,171 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/fedwalk/walk_peers.h"
+
+#include "nodefl/seal/job_keys.h"
+#include "nodefl/seal/peer_certificate.h"
+#include "nodefl/wire/envelope_codec.h"
+
+namespace nodefl::fedwalk {
+
+WalkPeerTable::WalkPeerTable(const tls::TlsCredentials& credentials, tls::RandomFunction random,
+                             void* random_context)
+    : credentials_(credentials), random_(random), random_context_(random_context) {}
+
+Status WalkPeerTable::Bind(uint32_t own_id, Span<WalkPeer> neighbours, Span<WalkPeer> cache) {
+  for (size_t i = 0; i < neighbours.size(); ++i) {
+    if (neighbours[i].id == own_id) return Status::InvalidArgument();
+    if (i > 0 && neighbours[i - 1].id >= neighbours[i].id) return Status::InvalidArgument();
+  }
+  own_id_ = own_id;
+  neighbours_ = neighbours;
+  cache_ = cache;
+  wanted_ = outstanding_ = 0;
+  for (WalkPeer& p : neighbours_) ResetJobState(&p);
+  for (WalkPeer& p : cache_) {
+    p.pair_keys.Wipe();
+    ResetJobState(&p);
+    p.state = PeerKeyState::kUnused;
+  }
+  return Status::Ok();
+}
+
+void WalkPeerTable::ResetJobState(WalkPeer* p) {
+  p->job_keys.Wipe();
+  p->window = seal::ReplayWindow();
+  p->waiting = 0;
+  p->last_used = 0;
+  p->state = PeerKeyState::kNone;
+  // Pair keys derived for another id (the app re-bound the record) are of
+  // no use.
+  if (p->pair_keys.valid && p->pair_keys.low_id != (p->id < own_id_ ? p->id : own_id_)) p->pair_keys.Wipe();
+  if (p->pair_keys.valid && p->pair_keys.high_id != (p->id < own_id_ ? own_id_ : p->id)) p->pair_keys.Wipe();
+}
+
+void WalkPeerTable::SetState(WalkPeer* p, PeerKeyState state) {
+  if (p->state == PeerKeyState::kWanted) --wanted_;
+  if (p->state == PeerKeyState::kRequested) --outstanding_;
+  p->state = state;
+  if (state == PeerKeyState::kWanted) ++wanted_;
+  if (state == PeerKeyState::kRequested) ++outstanding_;
+}
+
+bool WalkPeerTable::IsNeighbour(uint32_t id) const {
+  size_t lo = 0, hi = neighbours_.size();
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (neighbours_[mid].id < id) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo < neighbours_.size() && neighbours_[lo].id == id;
+}
+
+WalkPeer* WalkPeerTable::Find(uint32_t id) {
+  size_t lo = 0, hi = neighbours_.size();
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (neighbours_[mid].id < id) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo < neighbours_.size() && neighbours_[lo].id == id) return &neighbours_[lo];
+  for (WalkPeer& p : cache_) {
+    if (p.state != PeerKeyState::kUnused && p.id == id) return &p;
+  }
+  return nullptr;
+}
+
+WalkPeer* WalkPeerTable::FindOrAdd(uint32_t id) {
+  if (id == own_id_) return nullptr;
+  if (WalkPeer* found = Find(id)) return found;
+  WalkPeer* victim = nullptr;
+  for (WalkPeer& p : cache_) {
+    if (p.state == PeerKeyState::kUnused) {
+      victim = &p;
+      break;
+    }
+    // Pinned: a held walk needs it, or its answer is on the way.
+    if (p.waiting > 0 || p.state == PeerKeyState::kRequested) continue;
+    if (victim == nullptr || p.last_used < victim->last_used) victim = &p;
+  }
+  if (victim == nullptr) return nullptr;
+  if (victim->state != PeerKeyState::kUnused) ++evictions_;
+  SetState(victim, PeerKeyState::kNone);
+  victim->pair_keys.Wipe();
+  victim->id = id;
+  ResetJobState(victim);
+  Touch(victim);
+  return victim;
+}
+
+void WalkPeerTable::Want(WalkPeer* p) {
+  if (p->state == PeerKeyState::kNone) SetState(p, PeerKeyState::kWanted);
+}
+
+size_t WalkPeerTable::FillRequest(nodefl_wire_PeerKeyRequest* request, uint32_t max_outstanding) {
+  const size_t capacity = sizeof(request->device_ids) / sizeof(request->device_ids[0]);
+  size_t added = 0;
+  auto take = [&](WalkPeer& p) {
+    if (p.state != PeerKeyState::kWanted || request->device_ids_count >= capacity ||
+        outstanding_ >= max_outstanding) {
+      return;
+    }
+    request->device_ids[request->device_ids_count++] = p.id;
+    SetState(&p, PeerKeyState::kRequested);
+    ++added;
+  };
+  // Cache records first: a walk waits on each of them, while neighbours'
+  // keys are mostly fetched ahead in round 1.
+  for (WalkPeer& p : cache_) take(p);
+  for (WalkPeer& p : neighbours_) {
+    if (wanted_ == 0) break;
+    take(p);
+  }
+  return added;
+}
+
+Status WalkPeerTable::DeriveJobKeys(WalkPeer* p) {
+  return seal::DeriveJobKeys(p->pair_keys, ConstByteSpan(salt_, salt_size_), job_id_, &p->job_keys);
+}
+
+Status WalkPeerTable::Derive(WalkPeer* p, ConstByteSpan certificate_der) {
+  seal::PeerPublicKey public_key;
+  NODEFL_TRY(seal::VerifyPeerCertificate(credentials_, certificate_der, p->id, &public_key));
+  NODEFL_TRY(seal::DerivePairKeys(credentials_, public_key, own_id_, p->id, random_, random_context_,
+                                  &p->pair_keys));
+  return DeriveJobKeys(p);
+}
+
+void WalkPeerTable::Settle(WalkPeer* p, Status derived) {
+  if (derived.ok()) {
+    SetState(p, PeerKeyState::kReady);
+    return;
+  }
+  p->pair_keys.Wipe();
+  p->job_keys.Wipe();
+  ++key_failures_;
+  SetState(p, PeerKeyState::kFailed);
+}
+
+WalkPeer* WalkPeerTable::OnCertificate(const nodefl_wire_PeerCertificate& cert) {
+  WalkPeer* p = Find(cert.device_id);
+  // Certificates nobody asked for (or a second answer) are ignored, never
+  // trusted.
+  if (p == nullptr || p->state != PeerKeyState::kRequested) return nullptr;
+  Settle(p, cert.found ? Derive(p, wire::BytesOf(cert.certificate_der)) : Status::NotFound());
+  return p;
+}
+
+void WalkPeerTable::OnRestart() {
+  auto again = [this](WalkPeer& p) {
+    if (p.state == PeerKeyState::kRequested) SetState(&p, PeerKeyState::kWanted);
+  };
+  for (WalkPeer& p : neighbours_) again(p);
+  for (WalkPeer& p : cache_) again(p);
+}
+
+}  // namespace nodefl::fedwalk

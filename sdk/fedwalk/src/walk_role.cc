@@ -1,0 +1,613 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/fedwalk/walk_role.h"
+
+#include <cstring>
+
+#include "nodefl/core/little_endian.h"
+#include "nodefl/seal/seal.h"
+#include "nodefl/wire/envelope_codec.h"
+
+namespace nodefl::fedwalk {
+namespace {
+
+// Certificate requests in flight per device, as in the echo role: keeps the
+// server's answer queue and the device's verification work bounded.
+constexpr uint32_t kMaxOutstandingKeyRequests = 64;
+
+bool SameParameters(const WalkParameters& a, const WalkParameters& b) {
+  return a.mode == b.mode && a.length == b.length && a.p == b.p && a.epsilon == b.epsilon &&
+         a.epsilon_per_encoding == b.epsilon_per_encoding && a.max_pending_walks == b.max_pending_walks &&
+         std::memcmp(a.salt, b.salt, sizeof(a.salt)) == 0;
+}
+
+}  // namespace
+
+WalkInputs WalkInputsFrom(const FedWalkHctRole& hct) {
+  WalkInputs in;
+  in.neighbours = hct.neighbours();
+  in.codebook_pool = hct.codebook_pool();
+  in.own_row = hct.OwnCodebookRow();
+  in.tree = hct.tree();
+  in.bin_plan = hct.bin_plan();
+  in.bins = hct.parameters().bins;
+  in.vertex_count = hct.parameters().vertex_count;
+  return in;
+}
+
+FedWalkWalkRole::FedWalkWalkRole(uint32_t own_id, const WalkStorage& storage,
+                                 const tls::TlsCredentials& credentials, tls::RandomFunction random,
+                                 void* random_context, Drbg& rng, PrivacyLedger& ledger)
+    : own_id_(own_id),
+      storage_(storage),
+      credentials_(credentials),
+      rng_(rng),
+      ledger_(ledger),
+      peers_(credentials, random, random_context) {}
+
+Status FedWalkWalkRole::Init(const WalkInputs& in) {
+  if (phase_ != Phase::kIdle && phase_ != Phase::kDone) return Status::FailedPrecondition();
+  if (!credentials_.has_own_identity() || !credentials_.has_ca_chain()) return Status::FailedPrecondition();
+  if (in.neighbours.size() > storage_.neighbour_peers.size() || in.bins > kMaxBins ||
+      (!in.bin_plan.empty() && in.bin_plan.size() != in.vertex_count)) {
+    return Status::InvalidArgument();
+  }
+  const Span<WalkPeer> records = storage_.neighbour_peers.first(in.neighbours.size());
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (records[i].id != in.neighbours[i].id) {
+      records[i].pair_keys.Wipe();
+      records[i].id = in.neighbours[i].id;
+    }
+  }
+  NODEFL_TRY(peers_.Bind(own_id_, records, storage_.peer_cache));
+  inputs_ = in;
+
+  // The predictor needs the tree indexed; without it every step takes a
+  // neighbour (walk_format.h: an empty pool falls back to step 5).
+  tree_index_ = TreeIndex();
+  if (!in.tree.empty() && !in.bin_plan.empty() && in.bins > 0) {
+    if (!tree_index_.Build(in.tree, in.vertex_count, storage_.tree_parent, storage_.tree_leaf_of_vertex).ok()) {
+      tree_index_ = TreeIndex();
+    }
+  }
+  context_ = WalkStepContext();
+  context_.own_id = own_id_;
+  context_.neighbours = in.neighbours;
+  context_.codebook_pool = in.codebook_pool;
+  context_.walk_neighbours = CountWalkNeighbours(in.neighbours);
+  context_.own_row = in.own_row;
+  if (!tree_index_.empty()) {
+    CountLeavesPerBin(tree_index_, in.bin_plan, Span<uint32_t>(bin_sizes_, in.bins));
+    context_.tree = &tree_index_;
+    context_.bin_plan = in.bin_plan;
+    context_.bin_sizes = Span<const uint32_t>(bin_sizes_, in.bins);
+  }
+  initialised_ = true;
+  return Status::Ok();
+}
+
+uint32_t FedWalkWalkRole::round() const { return phase_ == Phase::kIdle ? 0 : round_; }
+
+// ---- Job and rounds ---------------------------------------------------------------
+
+void FedWalkWalkRole::StartJob(uint64_t job_id, const WalkParameters& params) {
+  job_id_ = job_id;
+  params_ = params;
+  stats_ = Stats{};
+  next_counter_ = 1;
+  send_cursor_ = 0;
+  last_report_round_ = 0;
+  resend_report_ = false;
+  context_.p = params.p;
+  // Slots are cut for this job's longest walk.
+  const size_t slot_bytes = WalkSlotBytes(params.length);
+  queue_.Bind(storage_.slots, storage_.slot_memory, slot_bytes, params.max_pending_walks);
+  refused_ = queue_.capacity() == 0 || storage_.scratch.size() < slot_bytes;
+  peers_.StartJob(ConstByteSpan(params.salt), job_id, [this](size_t i) {
+    return !refused_ && inputs_.neighbours[i].has_codebook_row;
+  });
+  phase_ = Phase::kKeys;
+}
+
+void FedWalkWalkRole::EnterRound(uint32_t round, uint32_t deadline_ms) {
+  round_ = round;
+  deadline_pending_ = true;
+  deadline_ms_ = deadline_ms;
+  deadline_us_ = 0;
+  deadline_passed_ = false;
+  if (round == kWalkRoundWalks) phase_ = Phase::kWalks;
+  if (round == kWalkRoundReport) {
+    // The server has moved on: whatever is still held ends here.
+    phase_ = Phase::kReport;
+    EndWaitingWalks(/*only_for_keys=*/false);
+  }
+}
+
+Status FedWalkWalkRole::OnJobStart(const nodefl_wire_Envelope& message) {
+  const uint32_t round = message.round;
+  const uint32_t deadline_ms = message.body.job_start.deadline_ms;
+  const bool this_job = phase_ != Phase::kIdle && message.job_id == job_id_;
+  if (round == kWalkRoundKeys) {
+    NODEFL_TRY_ASSIGN(const WalkParameters params,
+                      DecodeWalkParameters(wire::BytesOf(message.body.job_start.parameters)));
+    if (this_job) {
+      // The same job again (after a reconnect): same parameters, and no
+      // way back from a later round.
+      if (!SameParameters(params, params_)) return Status::InvalidArgument();
+      if (round_ != kWalkRoundKeys) return Status::FailedPrecondition();
+      if (last_report_round_ == kWalkRoundKeys) resend_report_ = true;
+      return Status::Ok();
+    }
+    StartJob(message.job_id, params);
+    EnterRound(kWalkRoundKeys, deadline_ms);
+    return Status::Ok();
+  }
+  if (round != kWalkRoundWalks && round != kWalkRoundReport) return Status::InvalidArgument();
+  if (!this_job || round < round_) return Status::FailedPrecondition();
+  if (round == round_) {
+    if (last_report_round_ == round) resend_report_ = true;
+    return Status::Ok();
+  }
+  EnterRound(round, deadline_ms);
+  return Status::Ok();
+}
+
+void FedWalkWalkRole::OnSessionRestart(bool /*resumed*/) {
+  // Certificate requests and answers in flight died with the connection.
+  peers_.OnRestart();
+  // A report may not have reached the server: repeat the latest one.
+  if (last_report_round_ != 0) resend_report_ = true;
+}
+
+// ---- Incoming messages --------------------------------------------------------------
+
+Status FedWalkWalkRole::OnMessage(const nodefl_wire_Envelope& message, device::DeviceSession& session) {
+  if (!initialised_) return Status::FailedPrecondition();
+  switch (message.which_body) {
+    case nodefl_wire_Envelope_job_start_tag:
+      return OnJobStart(message);
+    case nodefl_wire_Envelope_peer_certificate_tag:
+      if (phase_ != Phase::kIdle && message.job_id == job_id_) HandleCertificate(message.body.peer_certificate);
+      return Status::Ok();
+    case nodefl_wire_Envelope_relay_deliver_tag:
+      HandleDelivery(message, session);
+      return Status::Ok();
+    case nodefl_wire_Envelope_job_data_tag:
+      HandleStartWalks(message, session);
+      return Status::Ok();
+    default:
+      return Status::Unimplemented();
+  }
+}
+
+void FedWalkWalkRole::HandleStartWalks(const nodefl_wire_Envelope& message, device::DeviceSession& session) {
+  const nodefl_wire_JobData& data = message.body.job_data;
+  if (phase_ == Phase::kIdle || message.job_id != job_id_ ||
+      data.kind != static_cast<uint32_t>(WalkRecord::kStartWalks)) {
+    ++stats_.rejected;
+    return;
+  }
+  const ConstByteSpan record = wire::BytesOf(data.data);
+  const Result<uint32_t> count = DecodeStartWalks(record);
+  if (!count.ok()) {
+    ++stats_.rejected;
+    return;
+  }
+  const bool taking = !refused_ && phase_ != Phase::kReport && phase_ != Phase::kDone;
+  // The walks that find no slot are answered with one kDroppedStarts
+  // record, built in the session's outgoing envelope as they come (nothing
+  // else is sent while this record is handled; the session guarantees room
+  // for this one message).
+  nodefl_wire_Envelope* dropped_record = nullptr;
+  uint32_t dropped = 0;
+  for (uint32_t i = 0; i < *count; ++i) {
+    const StartWalk walk = StartWalkAt(record, i);
+    WalkSlot* slot = nullptr;
+    if (taking && walk.length <= params_.length) slot = queue_.Acquire(SlotState::kResult);
+    if (slot == nullptr) {
+      if (dropped_record == nullptr) {
+        dropped_record = &session.NewMessage(nodefl_wire_Envelope_job_data_tag, job_id_, kWalkRoundWalks);
+        dropped_record->body.job_data.kind = static_cast<uint32_t>(WalkRecord::kDroppedStarts);
+      }
+      StoreU32Le(walk.walk_id, dropped_record->body.job_data.data.bytes + 4 + 4 * size_t{dropped});
+      ++dropped;
+      continue;
+    }
+    ++stats_.started;
+    slot->header = WalkHeader{};
+    slot->header.remaining = walk.length;
+    slot->header.walk_id = walk.walk_id;
+    Step(slot);
+  }
+  if (dropped_record == nullptr) return;
+  StoreU32Le(dropped, dropped_record->body.job_data.data.bytes);
+  dropped_record->body.job_data.data.size = static_cast<pb_size_t>(4 + 4 * size_t{dropped});
+  if (session.Send(*dropped_record).ok()) {
+    stats_.dropped_starts += dropped;
+  } else {
+    stats_.lost += dropped;  // cannot happen while the session keeps its promise
+  }
+}
+
+bool FedWalkWalkRole::OpenWalk(WalkPeer* peer, ConstByteSpan sealed, ByteSpan out, WalkHeader* header) {
+  uint64_t counter = 0;
+  const Result<size_t> opened = seal::Open(peer->job_keys, peer->id, own_id_, job_id_, sealed, out, &counter);
+  if (!opened.ok()) {
+    ++stats_.rejected;
+    return false;
+  }
+  // Only an authenticated counter may move the window (replay_window.h).
+  if (!peer->window.Accept(counter).ok()) {
+    ++stats_.duplicates;
+    return false;
+  }
+  const Result<WalkHeader> h = DecodeWalkMessage(ConstByteSpan(out.data(), *opened));
+  if (!h.ok() || WalkLength(*h) > params_.length) {
+    ++stats_.rejected;
+    return false;
+  }
+  *header = *h;
+  ++stats_.received;
+  return true;
+}
+
+void FedWalkWalkRole::HandleDelivery(const nodefl_wire_Envelope& message, device::DeviceSession& session) {
+  const nodefl_wire_RelayDeliver& d = message.body.relay_deliver;
+  const ConstByteSpan sealed = wire::BytesOf(d.sealed);
+  if (phase_ == Phase::kIdle || message.job_id != job_id_ || d.src == own_id_) {
+    ++stats_.rejected;
+    return;
+  }
+  if (refused_) {
+    ++stats_.lost;
+    return;
+  }
+  WalkPeer* peer = peers_.FindOrAdd(d.src);
+  if (peer == nullptr || peer->state == PeerKeyState::kFailed) {
+    // No record to hold a key in, or no key to be had: unreadable.
+    ++stats_.lost;
+    return;
+  }
+  const bool late = phase_ == Phase::kReport || phase_ == Phase::kDone;
+  peers_.Touch(peer);
+  if (peer->state == PeerKeyState::kReady) {
+    WalkSlot* slot = queue_.Acquire(SlotState::kResult);
+    if (slot == nullptr) {
+      // Queue full: the walk ends here, as it is, straight to the server.
+      WalkHeader h;
+      if (!OpenWalk(peer, sealed, storage_.scratch, &h)) return;
+      const ConstByteSpan ids(storage_.scratch.data() + kWalkMessageHeaderBytes, 4 * size_t{h.count});
+      if (SendDroppedNow(session, h, ids).ok()) {
+        ++stats_.dropped;
+      } else {
+        ++stats_.lost;
+      }
+      return;
+    }
+    WalkHeader h;
+    if (!OpenWalk(peer, sealed, queue_.Bytes(slot), &h)) {
+      queue_.Release(slot);
+      return;
+    }
+    slot->header = h;
+    if (late) {
+      EndHere(slot, WalkOutcome::kDropped);
+    } else {
+      Step(slot);
+    }
+    return;
+  }
+  // The sender's key is not there yet (a 2-hop jump from a stranger, or a
+  // neighbour whose certificate is still on its way): hold the sealed walk.
+  if (late || deadline_passed_) {
+    ++stats_.lost;
+    return;
+  }
+  if (sealed.size() > queue_.slot_bytes()) {
+    ++stats_.rejected;  // longer than any walk of this job
+    return;
+  }
+  WalkSlot* slot = queue_.Acquire(SlotState::kSealed);
+  if (slot == nullptr) {
+    ++stats_.lost;
+    return;
+  }
+  std::memcpy(queue_.Bytes(slot).data(), sealed.data(), sealed.size());
+  slot->sealed_bytes = static_cast<uint16_t>(sealed.size());
+  AttachPeer(slot, d.src);
+  peers_.Want(peer);
+}
+
+void FedWalkWalkRole::HandleCertificate(const nodefl_wire_PeerCertificate& certificate) {
+  WalkPeer* peer = peers_.OnCertificate(certificate);
+  if (peer == nullptr) return;
+  if (peer->state == PeerKeyState::kReady) {
+    OpenHeldFrom(peer);
+    return;
+  }
+  // No key for this peer: what waited on it ends.
+  for (size_t i = 0; i < queue_.capacity(); ++i) {
+    WalkSlot& s = queue_.at(i);
+    if (s.peer != peer->id) continue;
+    if (s.state == SlotState::kSealed) {
+      Abandon(&s);
+    } else if (s.state == SlotState::kForward) {
+      --s.header.hops;  // the message is not sent
+      EndHere(&s, WalkOutcome::kDropped);
+    }
+  }
+}
+
+void FedWalkWalkRole::OpenHeldFrom(WalkPeer* peer) {
+  // Pinned while its walks are opened: their steps may add cache records,
+  // and evicting this one would change what `peer` points at.
+  ++peer->waiting;
+  const bool late = phase_ == Phase::kReport || phase_ == Phase::kDone;
+  for (;;) {
+    // Oldest first: the replay window accepts a sender's counters in
+    // increasing order only, the order they were relayed in.
+    WalkSlot* oldest = nullptr;
+    for (size_t i = 0; i < queue_.capacity(); ++i) {
+      WalkSlot& s = queue_.at(i);
+      if (s.state == SlotState::kSealed && s.peer == peer->id && (oldest == nullptr || s.seq < oldest->seq)) {
+        oldest = &s;
+      }
+    }
+    if (oldest == nullptr) break;
+    DetachPeer(oldest);
+    const ByteSpan bytes = queue_.Bytes(oldest);
+    WalkHeader h;
+    if (!OpenWalk(peer, ConstByteSpan(bytes.data(), oldest->sealed_bytes), storage_.scratch, &h)) {
+      queue_.Release(oldest);
+      continue;
+    }
+    std::memcpy(bytes.data(), storage_.scratch.data(), WalkMessageBytes(h.count));
+    oldest->state = SlotState::kResult;
+    oldest->header = h;
+    if (late) {
+      EndHere(oldest, WalkOutcome::kDropped);
+    } else {
+      Step(oldest);
+    }
+  }
+  --peer->waiting;
+}
+
+// ---- Walk steps and their destinations ------------------------------------------------
+
+void FedWalkWalkRole::Step(WalkSlot* slot) {
+  const WalkHeader before = slot->header;
+  const Result<WalkStepResult> r = RunWalkStep(context_, &slot->header, queue_.Ids(slot), rng_, storage_.pool);
+  if (!r.ok()) {
+    // A failed DRBG or a corrupt row: the walk cannot go on, and keeps
+    // only what it had.
+    slot->header = before;
+    EndHere(slot, WalkOutcome::kDropped);
+    return;
+  }
+  if (r->encodings > 0) {
+    // Accounted before anything leaves the device: encodings the ledger
+    // cannot hold are taken back.
+    const Status recorded = ledger_.Record(kPhaseWalks, Mechanism::kExponential, params_.mode,
+                                           params_.epsilon_per_encoding, r->encodings);
+    if (!recorded.ok()) {
+      slot->header = before;
+      EndHere(slot, WalkOutcome::kDropped);
+      return;
+    }
+    stats_.encodings += r->encodings;
+  }
+  if (r->hop == WalkHop::kServer) {
+    EndHere(slot, r->outcome);
+    return;
+  }
+  if (r->hop == WalkHop::kPredicted) ++stats_.predicted;
+  Route(slot, r->destination);
+}
+
+void FedWalkWalkRole::Route(WalkSlot* slot, uint32_t destination) {
+  WalkPeer* peer = peers_.FindOrAdd(destination);
+  const bool no_key = peer == nullptr || peer->state == PeerKeyState::kFailed ||
+                      (deadline_passed_ && peer->state != PeerKeyState::kReady);
+  if (no_key) {
+    --slot->header.hops;  // the message is not sent
+    EndHere(slot, WalkOutcome::kDropped);
+    return;
+  }
+  slot->state = SlotState::kForward;
+  AttachPeer(slot, destination);
+  peers_.Want(peer);
+  peers_.Touch(peer);
+}
+
+void FedWalkWalkRole::AttachPeer(WalkSlot* slot, uint32_t id) {
+  slot->peer = id;
+  if (WalkPeer* p = peers_.Find(id)) ++p->waiting;
+}
+
+void FedWalkWalkRole::DetachPeer(WalkSlot* slot) {
+  if (slot->state != SlotState::kSealed && slot->state != SlotState::kForward) return;
+  WalkPeer* p = peers_.Find(slot->peer);
+  if (p != nullptr && p->waiting > 0) --p->waiting;
+}
+
+void FedWalkWalkRole::EndHere(WalkSlot* slot, WalkOutcome outcome) {
+  DetachPeer(slot);
+  slot->state = SlotState::kResult;
+  slot->outcome = outcome;
+}
+
+void FedWalkWalkRole::Abandon(WalkSlot* slot) {
+  DetachPeer(slot);
+  queue_.Release(slot);
+  ++stats_.lost;
+}
+
+void FedWalkWalkRole::EndWaitingWalks(bool only_for_keys) {
+  for (size_t i = 0; i < queue_.capacity(); ++i) {
+    WalkSlot& s = queue_.at(i);
+    if (s.state == SlotState::kSealed) {
+      Abandon(&s);
+    } else if (s.state == SlotState::kForward) {
+      const WalkPeer* p = peers_.Find(s.peer);
+      if (only_for_keys && p != nullptr && p->state == PeerKeyState::kReady) continue;
+      --s.header.hops;
+      EndHere(&s, WalkOutcome::kDropped);
+    }
+  }
+}
+
+// ---- Outgoing messages ---------------------------------------------------------------
+
+Status FedWalkWalkRole::SendDroppedNow(device::DeviceSession& session, const WalkHeader& h, ConstByteSpan ids) {
+  nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_data_tag, job_id_, kWalkRoundWalks);
+  m.body.job_data.kind = static_cast<uint32_t>(WalkRecord::kWalkResult);
+  const WalkResultHeader result{h.walk_id, WalkOutcome::kDropped, h.hops, h.count};
+  NODEFL_TRY_ASSIGN(const size_t bytes, EncodeWalkResult(result, ids, ByteSpan(m.body.job_data.data.bytes)));
+  m.body.job_data.data.size = static_cast<pb_size_t>(bytes);
+  return session.Send(m);
+}
+
+Status FedWalkWalkRole::SendResult(device::DeviceSession& session, WalkSlot* slot) {
+  nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_data_tag, job_id_, kWalkRoundWalks);
+  m.body.job_data.kind = static_cast<uint32_t>(WalkRecord::kWalkResult);
+  const WalkHeader& h = slot->header;
+  const WalkResultHeader result{h.walk_id, slot->outcome, h.hops, h.count};
+  const ConstByteSpan ids = queue_.Ids(slot).first(4 * size_t{h.count});
+  NODEFL_TRY_ASSIGN(const size_t bytes, EncodeWalkResult(result, ids, ByteSpan(m.body.job_data.data.bytes)));
+  m.body.job_data.data.size = static_cast<pb_size_t>(bytes);
+  NODEFL_TRY(session.Send(m));
+  if (slot->outcome == WalkOutcome::kDropped) {
+    ++stats_.dropped;
+  } else {
+    ++stats_.finished;
+  }
+  queue_.Release(slot);
+  return Status::Ok();
+}
+
+Status FedWalkWalkRole::SendForward(device::DeviceSession& session, WalkSlot* slot, WalkPeer* peer) {
+  const ByteSpan bytes = queue_.Bytes(slot);
+  NODEFL_TRY(EncodeWalkHeader(slot->header, bytes));
+  const ConstByteSpan plaintext(bytes.data(), WalkMessageBytes(slot->header.count));
+  nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_relay_send_tag, job_id_, kWalkRoundWalks);
+  m.body.relay_send.dst = peer->id;
+  const seal::SealHeader header{own_id_, peer->id, job_id_, next_counter_};
+  const Result<size_t> sealed = seal::Seal(peer->job_keys, header, plaintext, ByteSpan(m.body.relay_send.sealed.bytes));
+  // A counter is used up once anything was sealed under it.
+  ++next_counter_;
+  if (!sealed.ok()) {
+    --slot->header.hops;
+    EndHere(slot, WalkOutcome::kDropped);
+    return Status::Ok();
+  }
+  m.body.relay_send.sealed.size = static_cast<pb_size_t>(*sealed);
+  NODEFL_TRY(session.Send(m));
+  ++stats_.forwarded;
+  peers_.Touch(peer);
+  DetachPeer(slot);
+  queue_.Release(slot);
+  return Status::Ok();
+}
+
+Status FedWalkWalkRole::SendKeyRequests(device::DeviceSession& session) {
+  while (peers_.has_wanted() && session.CanSend() && peers_.outstanding() < kMaxOutstandingKeyRequests) {
+    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, round_);
+    if (peers_.FillRequest(&m.body.peer_key_request, kMaxOutstandingKeyRequests) == 0) break;
+    NODEFL_TRY(session.Send(m));
+    ++stats_.key_requests;
+  }
+  return Status::Ok();
+}
+
+Status FedWalkWalkRole::SendHeldWalks(device::DeviceSession& session) {
+  // Round robin from where the last pass stopped, so no walk waits behind
+  // others indefinitely when output space is scarce.
+  const size_t n = queue_.capacity();
+  for (size_t visited = 0; visited < n && queue_.in_use() > 0 && session.CanSend(); ++visited) {
+    if (send_cursor_ >= n) send_cursor_ = 0;
+    WalkSlot* slot = &queue_.at(send_cursor_++);
+    if (slot->state == SlotState::kResult) {
+      NODEFL_TRY(SendResult(session, slot));
+    } else if (slot->state == SlotState::kForward) {
+      WalkPeer* peer = peers_.Find(slot->peer);
+      if (peer != nullptr && peer->state == PeerKeyState::kReady) NODEFL_TRY(SendForward(session, slot, peer));
+    }
+  }
+  return Status::Ok();
+}
+
+bool FedWalkWalkRole::NeighbourKeysSettled() const {
+  for (const WalkPeer& p : storage_.neighbour_peers.first(inputs_.neighbours.size())) {
+    if (p.state == PeerKeyState::kWanted || p.state == PeerKeyState::kRequested) return false;
+  }
+  return true;
+}
+
+Status FedWalkWalkRole::SendReport(device::DeviceSession& session, uint32_t round) {
+  nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_report_tag, job_id_, round);
+  nodefl_wire_JobReport& r = m.body.job_report;
+  r.kind = nodefl_wire_JobKind_JOB_KIND_FEDWALK_WALKS;
+  if (round == kWalkRoundKeys) {
+    r.code = static_cast<uint32_t>(round1_outcome_.code());
+    r.rejected = peers_.key_failures();
+  } else {
+    Status code = Status::Ok();
+    if (refused_) {
+      code = Status::ResourceExhausted();
+    } else if (queue_.in_use() > 0) {
+      code = Status::DeadlineExceeded();  // reported before every walk went out
+    }
+    r.code = static_cast<uint32_t>(code.code());
+    r.expected = stats_.started + stats_.dropped_starts;
+    r.sent = stats_.forwarded;
+    r.received = stats_.finished;
+    r.rejected = stats_.dropped + stats_.dropped_starts + stats_.lost + stats_.rejected;
+    r.duplicates = stats_.duplicates;
+    r.releases = stats_.encodings;
+    r.epsilon = stats_.encodings * params_.epsilon_per_encoding;
+  }
+  NODEFL_TRY(session.Send(m));
+  last_report_round_ = round;
+  return Status::Ok();
+}
+
+Status FedWalkWalkRole::OnPoll(uint64_t now_us, device::DeviceSession& session) {
+  if (phase_ == Phase::kIdle) return Status::Ok();
+  if (deadline_pending_) {
+    deadline_pending_ = false;
+    deadline_us_ = deadline_ms_ == 0 ? 0 : now_us + uint64_t{deadline_ms_} * 1000;
+  }
+  if (!deadline_passed_ && deadline_us_ != 0 && now_us > deadline_us_) {
+    deadline_passed_ = true;
+    // Round 2 is over for walks that wait for a key.
+    if (round_ == kWalkRoundWalks) EndWaitingWalks(/*only_for_keys=*/true);
+  }
+  if (resend_report_ && session.CanSend()) {
+    resend_report_ = false;
+    NODEFL_TRY(SendReport(session, last_report_round_));
+  }
+  if (phase_ != Phase::kReport && phase_ != Phase::kDone) NODEFL_TRY(SendKeyRequests(session));
+  NODEFL_TRY(SendHeldWalks(session));
+
+  if (phase_ == Phase::kKeys && session.CanSend()) {
+    const bool settled = NeighbourKeysSettled();
+    if (refused_ || settled || deadline_passed_) {
+      if (refused_) {
+        round1_outcome_ = Status::ResourceExhausted();
+      } else if (!settled) {
+        round1_outcome_ = Status::DeadlineExceeded();
+      } else {
+        round1_outcome_ = peers_.key_failures() == 0 ? Status::Ok() : Status::Unauthenticated();
+      }
+      NODEFL_TRY(SendReport(session, kWalkRoundKeys));
+      phase_ = Phase::kKeysReported;
+    }
+  }
+  if (phase_ == Phase::kReport && (queue_.in_use() == 0 || deadline_passed_) && session.CanSend()) {
+    NODEFL_TRY(SendReport(session, kWalkRoundReport));
+    phase_ = Phase::kDone;
+  }
+  return Status::Ok();
+}
+
+}  // namespace nodefl::fedwalk
