@@ -97,7 +97,40 @@ Status EmulatedDevice::Init() {
   storage.bin_plan = ByteSpan(bin_plan_storage_);
   hct_role_ = std::make_unique<fedwalk::FedWalkHctRole>(setup_.id, storage, noise_drbg_, *ledger_);
   NODEFL_TRY(hct_role_->Init());
-  return session_->AddRole(*hct_role_);
+  NODEFL_TRY(session_->AddRole(*hct_role_));
+
+  if (fleet_.job == "fedwalk") {
+    const size_t n = fleet_.vertex_count;
+    walk_neighbour_peers_.resize(setup_.neighbours.size());
+    walk_peer_cache_.resize(fleet_.walk_peer_cache);
+    walk_slots_.resize(fleet_.walk_slots);
+    walk_slot_memory_.resize(fleet_.walk_slots * fedwalk::WalkSlotBytes(fleet_.walk_length_capacity));
+    walk_scratch_.resize(fedwalk::WalkSlotBytes(fleet_.walk_length_capacity));
+    walk_tree_parent_.resize(fedwalk::TreeIndex::NodeCount(static_cast<uint32_t>(n)));
+    walk_leaf_of_vertex_.resize(n);
+    walk_pool_.resize(n);
+    fedwalk::WalkStorage ws;
+    ws.neighbour_peers = Span<fedwalk::WalkPeer>(walk_neighbour_peers_);
+    ws.peer_cache = Span<fedwalk::WalkPeer>(walk_peer_cache_);
+    ws.slots = Span<fedwalk::WalkSlot>(walk_slots_);
+    ws.slot_memory = ByteSpan(walk_slot_memory_);
+    ws.scratch = ByteSpan(walk_scratch_);
+    ws.tree_parent = Span<uint32_t>(walk_tree_parent_);
+    ws.tree_leaf_of_vertex = Span<uint32_t>(walk_leaf_of_vertex_);
+    ws.pool = Span<uint32_t>(walk_pool_);
+    // Walk decisions and encodings draw from the noise DRBG; ECDH blinding
+    // from the TLS one (tls/rng.h asks for separate generators).
+    walk_role_ = std::make_unique<fedwalk::FedWalkWalkRole>(setup_.id, ws, credentials_, &tls::DrbgRandom, &drbg_,
+                                                          noise_drbg_, *ledger_);
+    NODEFL_TRY(session_->AddRole(*walk_role_));
+  }
+  return Status::Ok();
+}
+
+bool EmulatedDevice::finished() const {
+  if (fleet_.job == "fedwalk") return walk_role_ && walk_role_->finished();
+  if (fleet_.job == "fedwalk-hct") return hct_role_ && hct_role_->finished();
+  return role_ && role_->finished();
 }
 
 void EmulatedDevice::Start() {
@@ -310,6 +343,20 @@ void EmulatedDevice::NoteProgress() {
   if (h.failures > hct_reported_failures_) {
     fleet_.stats->hct_failures.fetch_add(h.failures - hct_reported_failures_);
     hct_reported_failures_ = h.failures;
+  }
+  if (walk_role_) {
+    // The walk job needs what the HCT job left on the device: bind it as
+    // soon as that job is done (before the walk job's first message).
+    if (!walk_bound_ && hct_role_->finished()) {
+      walk_bound_ = true;
+      const Status bound = walk_role_->Init(fedwalk::WalkInputsFrom(*hct_role_));
+      if (!bound.ok()) Fail(std::string("walk role: ") + bound.str());
+    }
+    const auto& w = walk_role_->stats();
+    fleet_.stats->walks_forwarded.fetch_add(w.forwarded - walk_reported_.forwarded);
+    fleet_.stats->walks_finished.fetch_add(w.finished - walk_reported_.finished);
+    fleet_.stats->walks_dropped.fetch_add(w.dropped - walk_reported_.dropped);
+    walk_reported_ = w;
   }
   if (finished() && !counted_finished_) {
     if (hct_role_->finished()) fleet_.stats->hct_codebook_rows.fetch_add(h.codebook_rows_kept);

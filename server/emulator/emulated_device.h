@@ -25,6 +25,7 @@
 
 #include "nodefl/device/device_session.h"
 #include "nodefl/fedwalk/hct_role.h"
+#include "nodefl/fedwalk/walk_role.h"
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/roles/neighbour_echo.h"
@@ -54,6 +55,10 @@ struct FleetStats {
   std::atomic<uint64_t> hct_rounds_reported{0};
   std::atomic<uint64_t> hct_codebook_rows{0};
   std::atomic<uint64_t> hct_failures{0};
+  // FedWalk walks.
+  std::atomic<uint64_t> walks_forwarded{0};
+  std::atomic<uint64_t> walks_finished{0};
+  std::atomic<uint64_t> walks_dropped{0};
 };
 
 // Limits how many devices connect and handshake at the same time, so that
@@ -91,6 +96,9 @@ struct FleetSetup {
   // Timers only: heartbeats, deadlines. Progress is driven by traffic (a
   // poll after every read and every completed write).
   std::chrono::milliseconds poll_interval{1000};
+  // Which job the fleet takes part in: "neighbour-echo", "fedwalk-hct" or
+  // "fedwalk" (HCT then walks); decides when a device is finished.
+  std::string job = "neighbour-echo";
   // FedWalk HCT storage per device: codebook entries per neighbour plus a
   // spare of kCodebookSpareEntries (rows hold one to a few entries at the
   // paper's epsilon; deg x K always suffices), and whether to keep
@@ -100,6 +108,11 @@ struct FleetSetup {
   static constexpr uint32_t kCodebookSpareEntries = 1024;
   bool keep_tree_and_bin_plan = false;
   uint32_t vertex_count = 0;  // for sizing the kept tree and bin plan
+  // FedWalk walks: walks a device holds at once, the longest walk it can
+  // hold, and peer keys it caches for non-neighbours (2-hop jumps).
+  uint32_t walk_slots = 32;
+  uint32_t walk_length_capacity = 80;
+  uint32_t walk_peer_cache = 64;
 };
 
 class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
@@ -112,14 +125,16 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   void Start();
   void Stop();
 
-  // A job this device took part in has finished on the device (the echo
-  // job's round 2, or the FedWalk HCT job's round 3).
-  bool finished() const { return (role_ && role_->finished()) || (hct_role_ && hct_role_->finished()); }
+  // The job this device was told to expect has finished on the device
+  // (FleetSetup::job: the echo job's round 2, the FedWalk HCT job's round
+  // 3, or the walk job's round 3).
+  bool finished() const;
   bool failed() const { return failed_; }
   uint32_t id() const { return setup_.id; }
   const roles::NeighbourEchoRole::Stats* stats() const { return role_ ? &role_->stats() : nullptr; }
   const fedwalk::FedWalkHctRole* hct_role() const { return hct_role_.get(); }
   const PrivacyLedger* ledger() const { return ledger_.get(); }
+  const fedwalk::FedWalkWalkRole* walk_role() const { return walk_role_.get(); }
   const char* last_error() const { return last_error_.c_str(); }
 
  private:
@@ -161,6 +176,18 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   std::vector<uint8_t> bin_plan_storage_;
   std::unique_ptr<fedwalk::FedWalkHctRole> hct_role_;
   uint32_t hct_reported_rounds_ = 0;
+  // Walk role and its storage (bound to the HCT results once those exist).
+  std::vector<fedwalk::WalkPeer> walk_neighbour_peers_;
+  std::vector<fedwalk::WalkPeer> walk_peer_cache_;
+  std::vector<fedwalk::WalkSlot> walk_slots_;
+  std::vector<uint8_t> walk_slot_memory_;
+  std::vector<uint8_t> walk_scratch_;
+  std::vector<uint32_t> walk_tree_parent_;
+  std::vector<uint32_t> walk_leaf_of_vertex_;
+  std::vector<uint32_t> walk_pool_;
+  std::unique_ptr<fedwalk::FedWalkWalkRole> walk_role_;
+  bool walk_bound_ = false;
+  fedwalk::FedWalkWalkRole::Stats walk_reported_{};
   uint32_t hct_reported_failures_ = 0;
 
   bool connection_up_ = false;

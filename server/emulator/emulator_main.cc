@@ -66,7 +66,8 @@ void PrintHelp() {
       "  --connect-concurrency N  handshakes in flight at once (default 128)\n"
       "  --timeout S              give up after S seconds (default 1800)\n"
       "  --job NAME               the job the server runs, to know what success means:\n"
-      "                           neighbour-echo (default) or fedwalk-hct\n"
+      "                           neighbour-echo (default), fedwalk-hct or fedwalk (tree,\n"
+      "                           then walks; implies --keep-tree)\n"
       "  --messages-per-edge M    neighbour-echo: the server's job_messages_per_edge\n"
       "                           (default 1), to check the devices' totals against the graph\n"
       "  --codebook-capacity K    fedwalk-hct: codebook entries each device can keep per\n"
@@ -145,8 +146,8 @@ std::optional<Options> Parse(int argc, char** argv) {
       o.connect_concurrency = static_cast<uint32_t>(*n);
     } else if (arg == "--job") {
       o.job = v;
-      if (o.job != "neighbour-echo" && o.job != "fedwalk-hct") {
-        std::fprintf(stderr, "nodefl-emulate: --job is neighbour-echo or fedwalk-hct, not '%s'\n", v);
+      if (o.job != "neighbour-echo" && o.job != "fedwalk-hct" && o.job != "fedwalk") {
+        std::fprintf(stderr, "nodefl-emulate: --job is neighbour-echo, fedwalk-hct or fedwalk, not '%s'\n", v);
         return std::nullopt;
       }
     } else if (arg == "--codebook-capacity") {
@@ -236,7 +237,8 @@ int main(int argc, char** argv) {
   fleet.stats = &stats;
   fleet.gate = &gate;
   fleet.codebook_entries_per_neighbour = opt->codebook_capacity;
-  fleet.keep_tree_and_bin_plan = opt->keep_tree;
+  fleet.keep_tree_and_bin_plan = opt->keep_tree || opt->job == "fedwalk";
+  fleet.job = opt->job;
   fleet.vertex_count = n;
 
   asio::io_context io;
@@ -262,9 +264,9 @@ int main(int argc, char** argv) {
     if ((v + 1) % 2000 == 0) std::fprintf(stderr, "loaded %u/%u devices\n", v + 1, n);
   }
   bundle = {};  // private keys now live only inside the devices' TLS contexts
-  if (opt->job == "fedwalk-hct") {
-    std::printf("emulating %u devices of %s for fedwalk-hct against %s:%u\n", n, g.name.c_str(), opt->host.c_str(),
-                opt->port);
+  if (opt->job != "neighbour-echo") {
+    std::printf("emulating %u devices of %s for %s against %s:%u\n", n, g.name.c_str(), opt->job.c_str(),
+                opt->host.c_str(), opt->port);
   } else {
     std::printf("emulating %u devices of %s (%llu sealed messages expected: directed edges x %u) against %s:%u\n",
                 n, g.name.c_str(), static_cast<unsigned long long>(expected), opt->messages_per_edge,
@@ -294,14 +296,18 @@ int main(int argc, char** argv) {
       const bool stop = all_done || timed_out || interrupted.load();
       if (std::chrono::steady_clock::now() - last_print >= std::chrono::seconds(2) || stop) {
         last_print = std::chrono::steady_clock::now();
-        if (opt->job == "fedwalk-hct") {
+        if (opt->job == "fedwalk-hct" || opt->job == "fedwalk") {
           std::fprintf(stderr,
-                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, round reports %llu "
-                       "(3 per device), finished %llu, failed %llu\n",
+                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, tree round reports %llu "
+                       "(3 per device), walk messages %llu, walks ended %llu (dropped %llu), finished %llu, "
+                       "failed %llu\n",
                        elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
                        static_cast<unsigned long long>(stats.connecting.load()),
                        static_cast<unsigned long long>(stats.reconnects.load()),
                        static_cast<unsigned long long>(stats.hct_rounds_reported.load()),
+                       static_cast<unsigned long long>(stats.walks_forwarded.load()),
+                       static_cast<unsigned long long>(stats.walks_finished.load() + stats.walks_dropped.load()),
+                       static_cast<unsigned long long>(stats.walks_dropped.load()),
                        static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
         } else {
           std::fprintf(stderr,
@@ -346,7 +352,7 @@ int main(int argc, char** argv) {
       if (shown++ < 5) std::fprintf(stderr, "device %u did not finish: %s\n", d->id(), d->last_error());
     }
   }
-  const bool hct = opt->job == "fedwalk-hct";
+  const bool hct = opt->job == "fedwalk-hct" || opt->job == "fedwalk";
   const bool verified = hct ? unfinished == 0 && stats.hct_failures.load() == 0
                             : unfinished == 0 && sent == expected && received == expected && duplicates == 0 &&
                                   rejected == 0;
@@ -388,7 +394,8 @@ int main(int argc, char** argv) {
               all_connected_s, all_connected_s > 0 ? n / all_connected_s : 0.0,
               connected ? stats.handshake_us_total.load() / 1000.0 / connected : 0.0, elapsed(), peak_kib / 1024.0,
               n ? peak_kib / n : 0.0,
-              verified ? (hct ? "VERIFIED: every device completed the FedWalk HCT job"
+              verified ? (opt->job == "fedwalk" ? "VERIFIED: every device completed the FedWalk tree and walk jobs"
+                  : hct        ? "VERIFIED: every device completed the FedWalk HCT job"
                               : "VERIFIED: every message arrived intact exactly once")
                        : "NOT VERIFIED");
   return verified ? 0 : 1;

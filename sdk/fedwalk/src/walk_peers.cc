@@ -35,10 +35,11 @@ void WalkPeerTable::ResetJobState(WalkPeer* p) {
   p->waiting = 0;
   p->last_used = 0;
   p->state = PeerKeyState::kNone;
-  // Pair keys derived for another id (the app re-bound the record) are of
-  // no use.
-  if (p->pair_keys.valid && p->pair_keys.low_id != (p->id < own_id_ ? p->id : own_id_)) p->pair_keys.Wipe();
-  if (p->pair_keys.valid && p->pair_keys.high_id != (p->id < own_id_ ? own_id_ : p->id)) p->pair_keys.Wipe();
+  // Pair keys derived for another pair (the app re-bound the record, or
+  // the device's id changed) are of no use.
+  const uint32_t low = p->id < own_id_ ? p->id : own_id_;
+  const uint32_t high = p->id < own_id_ ? own_id_ : p->id;
+  if (p->pair_keys.valid && (p->pair_keys.low_id != low || p->pair_keys.high_id != high)) p->pair_keys.Wipe();
 }
 
 void WalkPeerTable::SetState(WalkPeer* p, PeerKeyState state) {

@@ -487,7 +487,12 @@ Status FedWalkWalkRole::SendResult(device::DeviceSession& session, WalkSlot* slo
 
 Status FedWalkWalkRole::SendForward(device::DeviceSession& session, WalkSlot* slot, WalkPeer* peer) {
   const ByteSpan bytes = queue_.Bytes(slot);
-  NODEFL_TRY(EncodeWalkHeader(slot->header, bytes));
+  if (!EncodeWalkHeader(slot->header, bytes).ok()) {
+    // Cannot happen for a header a step produced; never fatal either way.
+    --slot->header.hops;
+    EndHere(slot, WalkOutcome::kDropped);
+    return Status::Ok();
+  }
   const ConstByteSpan plaintext(bytes.data(), WalkMessageBytes(slot->header.count));
   nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_relay_send_tag, job_id_, kWalkRoundWalks);
   m.body.relay_send.dst = peer->id;

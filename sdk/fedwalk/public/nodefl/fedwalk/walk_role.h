@@ -84,7 +84,7 @@
 // cache record one WalkPeer; per queue slot 24 + WalkSlotBytes(l) bytes
 // (196 bytes per slot at l = 40); scratch WalkSlotBytes(l); the tree index
 // (TreeIndex: about 12 bytes per vertex); the predictor pool (4 bytes per
-// entry). The object itself is about 400 bytes.
+// entry). The object itself is about 860 bytes on 64-bit hosts.
 #pragma once
 
 #include <cstddef>
