@@ -20,6 +20,8 @@
 #include "heap_counter.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/fedwalk/tree_index.h"
+#include "nodefl/fedwalk/walk_role.h"
 #include "nodefl/privacy/count_noise.h"
 #include "nodefl/privacy/discrete_laplace.h"
 #include "nodefl/fedwalk/degree_features.h"
@@ -548,6 +550,22 @@ TEST(FedWalkHctRoleTest, PaperModeRunsAllThreeRounds) {
   }
   expected_pool += own_want.size();
   EXPECT_EQ(d.role.stats().pool_used, expected_pool);
+  // What the walk job takes from here (walk_role.h), and the kept tree
+  // indexes for the 2-hop predictor.
+  const WalkInputs in = WalkInputsFrom(d.role);
+  EXPECT_EQ(in.neighbours.size(), s.neighbours.size());
+  EXPECT_EQ(in.own_row.data(), own.data());
+  EXPECT_EQ(in.own_row.size(), own.size());
+  EXPECT_EQ(in.codebook_pool.data(), d.role.CodebookRow(0).data());
+  EXPECT_EQ(in.tree.size(), s.tree.size());
+  EXPECT_EQ(in.bin_plan.size(), s.n);
+  EXPECT_EQ(in.bins, s.bins);
+  EXPECT_EQ(in.vertex_count, s.n);
+  std::vector<uint32_t> parent(TreeIndex::NodeCount(s.n)), leaf_of(s.n);
+  TreeIndex index;
+  ASSERT_TRUE(index.Build(in.tree, in.vertex_count, parent, leaf_of).ok());
+  EXPECT_EQ(index.leaves(), 38u);          // 23 and 30 are not in the tree
+  EXPECT_EQ(index.LeafOf(23), TreeIndex::kNone);
   EXPECT_EQ(d.role.stats().codebook_rows_kept, 8u);
   EXPECT_EQ(d.role.stats().failures, 0u);
   EXPECT_EQ(d.got.other_frames, 0u);

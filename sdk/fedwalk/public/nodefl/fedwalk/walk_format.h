@@ -24,7 +24,11 @@
 // So a walk of length l carries exactly l encoded vertices (the start
 // vertex is not one of them, as in Alg. 1), and the number of
 // device-to-device messages per walk has the expectation of Theorem 4.2
-// (Eq. 21): E_1 = 0, E_2 = 1, E_l = p(E_{l-2} + 1) + (1 - p)(E_{l-1} + 1).
+// (Eq. 19): E_1 = 0, E_2 = 1, E_l = p(E_{l-2} + 1) + (1 - p)(E_{l-1} + 1),
+// i.e. E_l = (l - 1)/(1 + p) + p (1 - (-p)^(l-1)) / (1 + p)^2 (32.64 at
+// l = 40, p = 0.2). The paper's printed closed form, Eq. 21, solves Eq. 20
+// but misses the start values (it gives E_2 = 0, E_3 = 2 - 2p; 32.31 at
+// l = 40, p = 0.2); tests/sdk/fedwalk_walk_step_test.cc tells them apart.
 // Enc(x) samples the codebook row of x (Eq. 12, SampleCodebookRow).
 // A device with no neighbours ends the walk early with kDeadEnd. An empty
 // pool (all c_u[i] <= 0, or no tree kept) falls back to step 5.

@@ -22,7 +22,9 @@
 //     the server; then the report (below). Walks arriving from now on end
 //     as kDropped without a step.
 // Walk records and deliveries are accepted from round 1 on: a walk that
-// arrives before a key it needs is there simply waits for it.
+// arrives before a key it needs is there simply waits for it. Walk traffic
+// (RelaySend, kWalkResult, kDroppedStarts) always carries Envelope.round =
+// kWalkRoundWalks, whatever round the device is in.
 //
 // Keys on demand. A 2-hop jump joins devices that are not neighbours: the
 // device sending to a predicted u', and u' receiving from it, each request
@@ -33,8 +35,9 @@
 //
 // No walk is lost silently. The queue holds min(max_pending_walks, the
 // slots the storage gives) walks. When it is full,
-//   * a kStartWalks record's walks that do not fit are answered at once by
-//     one kDroppedStarts record (walk_format.h);
+//   * a kStartWalks record's walks that do not fit (or are longer than
+//     the job's l) are answered at once by one kDroppedStarts record
+//     (walk_format.h);
 //   * an arriving walk whose sender's key is ready is opened into scratch
 //     memory and sent to the server at once as kDropped, as it is;
 //   * an arriving walk that could not be opened (its sender's key is not
