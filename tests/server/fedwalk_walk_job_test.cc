@@ -227,6 +227,25 @@ TEST(FedWalkWalkJobTest, TimeoutsAndOfflineDevicesLoseWalksWithAReason) {
   EXPECT_EQ(s.completed + s.dead_ends + s.lost, s.walk_slots);
 }
 
+TEST(FedWalkWalkJobTest, DroppedStartsAreReissued) {
+  FedWalkWalkOptions o = Options();
+  o.walks_per_vertex = 2;
+  FedWalkWalkJob job(o, {0});
+  (void)job.Begin(0);
+  job.OnReport(0, 1, Report(), 1);
+  std::vector<Issued> issued = Starts(job.TakeData());
+  ASSERT_EQ(issued.size(), 2u);
+  // The device had room for neither.
+  std::vector<uint8_t> record(4 + 8);
+  StoreU32Le(2, record.data());
+  StoreU32Le(issued[0].walk_id, record.data() + 4);
+  StoreU32Le(issued[1].walk_id, record.data() + 8);
+  job.OnUpload(0, 2, static_cast<uint32_t>(fw::WalkRecord::kDroppedStarts), record, 2);
+  EXPECT_EQ(job.summary().lost_dropped, 2u);
+  EXPECT_EQ(job.summary().reissued, 2u);
+  EXPECT_EQ(Starts(job.TakeData()).size(), 2u);  // issued again
+}
+
 TEST(FedWalkWalkJobTest, MalformedResultsAreCountedNotTrusted) {
   FedWalkWalkJob job(Options(), {0, 1});
   (void)job.Begin(0);

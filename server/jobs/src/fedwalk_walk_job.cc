@@ -203,6 +203,25 @@ void FedWalkWalkJob::OnUndeliverable(uint32_t device, uint64_t now_us) {
 std::vector<RoundStart> FedWalkWalkJob::OnUpload(uint32_t device, uint32_t round, uint32_t kind,
                                                  std::vector<uint8_t> bytes, uint64_t now_us) {
   (void)device;
+  if (round == fw::kWalkRoundWalks && kind == static_cast<uint32_t>(fw::WalkRecord::kDroppedStarts)) {
+    // A device with no room for walks it was asked to start: each is
+    // dropped, like a kWalkResult{kDropped}.
+    Result<uint32_t> count = fw::DecodeDroppedStarts(ConstByteSpan(bytes));
+    if (!count.ok()) {
+      ++summary_.bad_results;
+      return {};
+    }
+    for (uint32_t i = 0; i < *count; ++i) {
+      const uint32_t walk_id = LoadU32Le(bytes.data() + 4 + 4 * size_t{i});
+      if (in_flight_.count(walk_id) != 0) {
+        LoseIssue(walk_id, now_us, &summary_.lost_dropped);
+      } else {
+        ++summary_.bad_results;
+      }
+    }
+    IssueWalks(now_us);
+    return Poll(now_us);
+  }
   if (round != fw::kWalkRoundWalks || kind != static_cast<uint32_t>(fw::WalkRecord::kWalkResult) ||
       bytes.size() < 12) {
     ++summary_.protocol_errors;

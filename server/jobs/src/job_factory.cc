@@ -58,6 +58,7 @@ std::unique_ptr<Job> MakeJob(const ServerConfig& config, const std::string& stag
     FedWalkWalkOptions options;
     options.job_id = job_id;
     options.vertex_count = hct->parameters().vertex_count;
+    options.params.mode = hct->parameters().mode;
     options.params.length = static_cast<uint16_t>(config.fedwalk_walk_length);
     options.params.p = config.fedwalk_p;
     options.params.epsilon = config.fedwalk_epsilon_walk;
