@@ -112,7 +112,7 @@ for mode in $modes; do
   fi
   run=0
   $bin/nodefl-emulate --graph "$graph" --bundle "$device_bundle" --server "$target" --job fedwalk \
-    --threads 1 --timeout 7200 >"$out/emulator.txt" || run=$?
+    --threads "$(nproc)" --timeout 7200 >"$out/emulator.txt" || run=$?
   if [[ -n $server_pid ]]; then
     wait "$server_pid" || run=$?
     server_pid=

@@ -112,7 +112,7 @@ struct FleetSetup {
   // hold, and peer keys it caches for non-neighbours (2-hop jumps).
   uint32_t walk_slots = 32;
   uint32_t walk_length_capacity = 80;
-  uint32_t walk_peer_cache = 64;
+  uint32_t walk_peer_cache = 256;
 };
 
 class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
