@@ -22,6 +22,9 @@
 #   --no-score         do not score the embeddings
 #   -- ARGS            anything after -- goes to nodefl-server (e.g.
 #                      --fedwalk_walks_per_vertex 10 --fedwalk_p 0.3)
+# Idle, round and walk timeouts are raised: one emulator process does the
+# work of every device, so a walk can wait minutes for its next hop, which
+# real devices (one CPU each) never do.
 # Prints per mode the server's job summaries (phases, walks issued/completed/
 # lost, messages per walk vs Theorem 4.2, privacy ledger), the emulator's
 # summary and the Micro/Macro-F1 table, then one comparison table.
@@ -48,7 +51,7 @@ while [[ $# -gt 0 ]]; do
     --no-install) install=0; shift ;;
     --no-score) score=0; shift ;;
     --) shift; server_args=("$@"); break ;;
-    -h|--help) sed -n '2,25s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,28s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "run-fedwalk.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -104,6 +107,7 @@ for mode in $modes; do
       --tls_server_key "$pki/server.key" --credentials_dir "$pki/devices" --listen_port "$port" \
       --max_devices $((n + 100)) --job fedwalk --fedwalk_mode "$mode" --exit_after_jobs 1 \
       --idle_timeout_ms 3600000 --heartbeat_interval_ms 600000 --job_round_deadline_ms 1800000 \
+      --fedwalk_walk_timeout_ms 1800000 \
       --output_dir "$out" "${server_args[@]}" >/dev/null 2>"$out/server.log" &
     server_pid=$!
     for _ in $(seq 100); do grep -q 'event=listening' "$out/server.log" 2>/dev/null && break; sleep 0.1; done
