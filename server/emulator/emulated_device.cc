@@ -103,8 +103,12 @@ Status EmulatedDevice::Init() {
     const size_t n = fleet_.vertex_count;
     walk_neighbour_peers_.resize(setup_.neighbours.size());
     walk_peer_cache_.resize(fleet_.walk_peer_cache);
-    walk_slots_.resize(fleet_.walk_slots);
-    walk_slot_memory_.resize(fleet_.walk_slots * fedwalk::WalkSlotBytes(fleet_.walk_length_capacity));
+    // A random walk visits a vertex in proportion to its degree, so a hub
+    // holds many walks at once: room grows with the degree.
+    const size_t slots = std::min<size_t>(fedwalk::kMaxPendingWalks,
+                                          fleet_.walk_slots + setup_.neighbours.size() / 4);
+    walk_slots_.resize(slots);
+    walk_slot_memory_.resize(slots * fedwalk::WalkSlotBytes(fleet_.walk_length_capacity));
     walk_scratch_.resize(fedwalk::WalkSlotBytes(fleet_.walk_length_capacity));
     walk_tree_parent_.resize(fedwalk::TreeIndex::NodeCount(static_cast<uint32_t>(n)));
     walk_leaf_of_vertex_.resize(n);

@@ -108,8 +108,9 @@ struct FleetSetup {
   static constexpr uint32_t kCodebookSpareEntries = 1024;
   bool keep_tree_and_bin_plan = false;
   uint32_t vertex_count = 0;  // for sizing the kept tree and bin plan
-  // FedWalk walks: walks a device holds at once, the longest walk it can
-  // hold, and peer keys it caches for non-neighbours (2-hop jumps).
+  // FedWalk walks: walks a device holds at once (this plus a quarter of
+  // its degree, at most kMaxPendingWalks), the longest walk it can hold,
+  // and peer keys it caches for non-neighbours (2-hop jumps).
   uint32_t walk_slots = 32;
   uint32_t walk_length_capacity = 80;
   uint32_t walk_peer_cache = 256;

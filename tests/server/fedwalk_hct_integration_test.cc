@@ -47,6 +47,9 @@ struct KarateFleet {
   emulator::FleetStats stats;
   std::unique_ptr<emulator::ConnectGate> gate;
   emulator::FleetSetup fleet;
+  // Declared before the devices: their strands belong to it, so it must be
+  // destroyed after them.
+  asio::io_context io;
   std::vector<std::shared_ptr<emulator::EmulatedDevice>> devices;
   fs::path out;
 };
@@ -87,7 +90,7 @@ void RunKarate(KarateFleet& f, const std::string& job, const std::string& mode,
   f.fleet.keep_tree_and_bin_plan = true;
   f.fleet.vertex_count = g.num_nodes;
   f.fleet.job = job;
-  asio::io_context io;
+  asio::io_context& io = f.io;
   for (uint32_t v = 0; v < g.num_nodes; ++v) {
     emulator::DeviceSetup setup;
     setup.id = v;

@@ -63,6 +63,9 @@ std::unique_ptr<Job> MakeJob(const ServerConfig& config, const std::string& stag
     options.params.p = config.fedwalk_p;
     options.params.epsilon = config.fedwalk_epsilon_walk;
     options.params.epsilon_per_encoding = hct->summary().epsilon_per_encoding;
+    // A cap only: each device holds as many walks as its own memory allows
+    // (hubs are visited in proportion to their degree and need the room).
+    options.params.max_pending_walks = nodefl::fedwalk::kMaxPendingWalks;
     options.walks_per_vertex = config.fedwalk_walks_per_vertex;
     options.max_in_flight = config.fedwalk_walks_in_flight;
     options.walk_timeout_ms = config.fedwalk_walk_timeout_ms;
