@@ -8,27 +8,14 @@
 
 #include "nodefl/core/assert.h"
 #include "nodefl/wire/chunk.h"
+#include "nodefl/wire/sha256_compat.h"
 
 namespace nodefl::fedwalk {
 namespace {
 
-// MbedTLS 2.x names the int-returning SHA-256 calls *_ret (Debian bookworm
-// ships 2.28); 3.x dropped the suffix.
-#if MBEDTLS_VERSION_MAJOR >= 3
-int ShaStarts(mbedtls_sha256_context* ctx) { return mbedtls_sha256_starts(ctx, 0); }
-int ShaUpdate(mbedtls_sha256_context* ctx, const uint8_t* data, size_t n) {
-  return mbedtls_sha256_update(ctx, data, n);
-}
-int ShaFinish(mbedtls_sha256_context* ctx, uint8_t* out) { return mbedtls_sha256_finish(ctx, out); }
-#else
-int ShaStarts(mbedtls_sha256_context* ctx) { return mbedtls_sha256_starts_ret(ctx, 0); }
-int ShaUpdate(mbedtls_sha256_context* ctx, const uint8_t* data, size_t n) {
-  return mbedtls_sha256_update_ret(ctx, data, n);
-}
-int ShaFinish(mbedtls_sha256_context* ctx, uint8_t* out) {
-  return mbedtls_sha256_finish_ret(ctx, out);
-}
-#endif
+using wire::sha256::Finish;
+using wire::sha256::Starts;
+using wire::sha256::Update;
 
 }  // namespace
 
@@ -60,14 +47,14 @@ Status StreamingChunkSender::MakeHeader(nodefl_wire_ChunkHeader* out, ByteSpan s
   uint8_t digest[wire::kSha256Bytes];
   mbedtls_sha256_context sha;
   mbedtls_sha256_init(&sha);
-  bool ok = ShaStarts(&sha) == 0;
+  bool ok = Starts(&sha) == 0;
   for (uint64_t offset = 0; ok && offset < total_bytes_; offset += piece) {
     const uint64_t left = total_bytes_ - offset;
     const size_t n = left < piece ? static_cast<size_t>(left) : piece;
     producer_(context_, offset, scratch.first(n));
-    ok = ShaUpdate(&sha, scratch.data(), n) == 0;
+    ok = Update(&sha, scratch.data(), n) == 0;
   }
-  ok = ok && ShaFinish(&sha, digest) == 0;
+  ok = ok && Finish(&sha, digest) == 0;
   mbedtls_sha256_free(&sha);
   if (!ok) return Status::Internal();
 

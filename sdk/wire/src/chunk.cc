@@ -1,5 +1,6 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/wire/chunk.h"
+#include "nodefl/wire/sha256_compat.h"
 
 #include <mbedtls/version.h>
 
@@ -10,23 +11,9 @@
 namespace nodefl::wire {
 namespace {
 
-// MbedTLS 2.x names the int-returning SHA-256 calls *_ret (Debian bookworm
-// ships 2.28); 3.x dropped the suffix.
-#if MBEDTLS_VERSION_MAJOR >= 3
-int ShaStarts(mbedtls_sha256_context* ctx) { return mbedtls_sha256_starts(ctx, 0); }
-int ShaUpdate(mbedtls_sha256_context* ctx, const uint8_t* data, size_t n) {
-  return mbedtls_sha256_update(ctx, data, n);
-}
-int ShaFinish(mbedtls_sha256_context* ctx, uint8_t* out) { return mbedtls_sha256_finish(ctx, out); }
-#else
-int ShaStarts(mbedtls_sha256_context* ctx) { return mbedtls_sha256_starts_ret(ctx, 0); }
-int ShaUpdate(mbedtls_sha256_context* ctx, const uint8_t* data, size_t n) {
-  return mbedtls_sha256_update_ret(ctx, data, n);
-}
-int ShaFinish(mbedtls_sha256_context* ctx, uint8_t* out) {
-  return mbedtls_sha256_finish_ret(ctx, out);
-}
-#endif
+using wire::sha256::Finish;
+using wire::sha256::Starts;
+using wire::sha256::Update;
 
 // Not secret data, but there is no reason to leak where digests differ.
 bool DigestsEqual(const uint8_t* a, const uint8_t* b) {
@@ -41,8 +28,8 @@ Status Sha256(ConstByteSpan data, Span<uint8_t> digest) {
   if (digest.size() < kSha256Bytes) return Status::InvalidArgument();
   mbedtls_sha256_context ctx;
   mbedtls_sha256_init(&ctx);
-  const bool ok = ShaStarts(&ctx) == 0 && ShaUpdate(&ctx, data.data(), data.size()) == 0 &&
-                  ShaFinish(&ctx, digest.data()) == 0;
+  const bool ok = Starts(&ctx) == 0 && Update(&ctx, data.data(), data.size()) == 0 &&
+                  Finish(&ctx, digest.data()) == 0;
   mbedtls_sha256_free(&ctx);
   return ok ? Status::Ok() : Status::Internal();
 }
@@ -121,7 +108,7 @@ Status ChunkReceiver::Fail(Status status) {
 
 Status ChunkReceiver::FinishDigest() {
   uint8_t digest[kSha256Bytes];
-  if (ShaFinish(&sha_, digest) != 0) return Fail(Status::Internal());
+  if (Finish(&sha_, digest) != 0) return Fail(Status::Internal());
   if (!DigestsEqual(digest, expected_digest_)) return Fail(Status::DataLoss());
   state_ = State::kComplete;
   return Status::Ok();
@@ -145,7 +132,7 @@ Status ChunkReceiver::OnHeader(const nodefl_wire_ChunkHeader& header) {
   total_bytes_ = total;
   chunk_count_ = header.chunk_count;
   std::memcpy(expected_digest_, header.sha256.bytes, kSha256Bytes);
-  if (ShaStarts(&sha_) != 0) return Fail(Status::Internal());
+  if (Starts(&sha_) != 0) return Fail(Status::Internal());
   state_ = State::kReceiving;
   if (chunk_count_ == 0) return FinishDigest();  // empty artefact: nothing follows
   return Status::Ok();
@@ -173,7 +160,7 @@ Status ChunkReceiver::OnChunk(const nodefl_wire_Chunk& chunk) {
     const Status sunk = sink_(context_, received_bytes_, data);
     if (!sunk.ok()) return Fail(sunk);
   }
-  if (ShaUpdate(&sha_, data.data(), data.size()) != 0) return Fail(Status::Internal());
+  if (Update(&sha_, data.data(), data.size()) != 0) return Fail(Status::Internal());
   received_bytes_ += n;
   ++next_index_;
   if (next_index_ == chunk_count_) return FinishDigest();
