@@ -197,16 +197,16 @@ RandomTree MakeRandomTree(std::mt19937_64& gen, uint32_t n, uint32_t bins) {
   if (nodes > 0) {
     // Recursive preorder, first child first.
     uint32_t next = 0;
-    std::vector<std::pair<uint32_t, uint32_t>> todo = {{nodes - 1, 0}};
-    while (!todo.empty()) {
-      auto [node, d] = todo.back();
-      todo.pop_back();
+    std::vector<std::pair<uint32_t, uint32_t>> pending = {{nodes - 1, 0}};
+    while (!pending.empty()) {
+      auto [node, d] = pending.back();
+      pending.pop_back();
       t.depth[node] = d;
       if (node < m) {
         t.dfs_position[node] = next++;
       } else {
-        todo.push_back({t.second[node], d + 1});
-        todo.push_back({t.first[node], d + 1});
+        pending.push_back({t.second[node], d + 1});
+        pending.push_back({t.first[node], d + 1});
       }
     }
   }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/server/fedwalk/bin_plan.h"
 #include "nodefl/server/fedwalk/features.h"
 #include "nodefl/server/fedwalk/hct_pipeline.h"
 #include "nodefl/server/fedwalk/transcript_file.h"
@@ -24,27 +25,6 @@ using State = HctDeviceRecord::State;
 namespace {
 
 double Seconds(uint64_t from_us, uint64_t to_us) { return static_cast<double>(to_us - from_us) / 1e6; }
-
-// k = floor(ln |V|) (the paper's default and upper bound), within 1..kMaxBins.
-uint8_t DefaultBins(size_t vertices) {
-  const double k = std::floor(std::log(static_cast<double>(std::max<size_t>(vertices, 1))));
-  return static_cast<uint8_t>(std::clamp(k, 1.0, static_cast<double>(fw::kMaxBins)));
-}
-
-std::vector<uint8_t> MakeBinPlan(const std::vector<uint32_t>& participants, uint32_t vertex_count, uint32_t bins,
-                                 uint64_t seed) {
-  // A uniformly random numbering of the participants cut into k equal
-  // ranges: random bins (Alg. 2 line 1), and every bin non-empty whenever
-  // |V| >= k.
-  std::vector<uint32_t> order = participants;
-  std::mt19937_64 rng(seed);
-  std::shuffle(order.begin(), order.end(), rng);
-  std::vector<uint8_t> plan(vertex_count, fw::kAbsentBin);
-  for (size_t rank = 0; rank < order.size(); ++rank) {
-    plan[order[rank]] = static_cast<uint8_t>(rank * bins / order.size());
-  }
-  return plan;
-}
 
 // Finite and within the feature store's range (features.h): a device must
 // not be able to make a distance infinite, or the whole job fail, with one
@@ -63,7 +43,7 @@ FedWalkHctJob::FedWalkHctJob(FedWalkHctOptions options, std::vector<uint32_t> pa
   participants_.erase(std::unique(participants_.begin(), participants_.end()), participants_.end());
   for (uint32_t id : participants_) devices_[id] = HctDeviceRecord{};
   params_.vertex_count = participants_.empty() ? 1 : participants_.back() + 1;
-  if (params_.bins == 0) params_.bins = DefaultBins(participants_.size());
+  if (params_.bins == 0) params_.bins = fedwalk::DefaultBins(participants_.size());
   summary_.participants = static_cast<uint32_t>(participants_.size());
   transcript_.mode = params_.mode;
   transcript_.vertex_count = params_.vertex_count;
@@ -83,7 +63,7 @@ std::vector<RoundStart> FedWalkHctJob::Begin(uint64_t now_us) {
     std::random_device rd;
     seed = (uint64_t{rd()} << 32) | rd();
   }
-  transcript_.bin_plan = MakeBinPlan(participants_, params_.vertex_count, params_.bins, seed);
+  transcript_.bin_plan = fedwalk::MakeBinPlan(participants_, params_.vertex_count, params_.bins, seed);
   summary_.bin_plan_bytes = transcript_.bin_plan.size();
   vectors_.assign(size_t{params_.vertex_count} * params_.bins, std::numeric_limits<float>::quiet_NaN());
 
@@ -93,7 +73,7 @@ std::vector<RoundStart> FedWalkHctJob::Begin(uint64_t now_us) {
   start.parameters.resize(fw::kHctParametersBytes);
   if (!fw::EncodeHctParameters(params_, ByteSpan(start.parameters)).ok()) {
     compute_error_ = "invalid job parameters";
-    Finish(now_us);
+    Finish();
     return {};
   }
   start.artefacts.push_back(
@@ -101,12 +81,11 @@ std::vector<RoundStart> FedWalkHctJob::Begin(uint64_t now_us) {
   start.devices = participants_;
   std::vector<RoundStart> out;
   out.push_back(std::move(start));
-  if (participants_.empty()) Finish(now_us);
+  if (participants_.empty()) Finish();
   return out;
 }
 
-void FedWalkHctJob::Fail(uint32_t device, HctDeviceRecord& record, uint32_t round, std::string why) {
-  (void)device;
+void FedWalkHctJob::Fail(HctDeviceRecord& record, uint32_t round, std::string why) {
   record.state = State::kFailed;
   record.failed_round = round;
   record.why = std::move(why);
@@ -124,13 +103,13 @@ std::vector<RoundStart> FedWalkHctJob::OnUpload(uint32_t device, uint32_t round,
   if (round == fw::kRoundBinning && r.state == State::kBinning && phase_ == Phase::kBinning &&
       artefact == static_cast<uint32_t>(fw::HctArtefact::kDegreeVector)) {
     if (bytes.size() != size_t{4} * k) {
-      Fail(device, r, round, "degree vector of the wrong size");
+      Fail(r, round, "degree vector of the wrong size");
       return Poll(now_us);
     }
     std::vector<float> row(k);
     for (uint32_t i = 0; i < k; ++i) row[i] = LoadF32Le(bytes.data() + 4 * i);
     if (!AllUsable(row)) {
-      Fail(device, r, round, "degree vector with a non-finite or out-of-range value");
+      Fail(r, round, "degree vector with a non-finite or out-of-range value");
       return Poll(now_us);
     }
     std::copy(row.begin(), row.end(), vectors_.begin() + static_cast<std::ptrdiff_t>(size_t{device} * k));
@@ -140,18 +119,18 @@ std::vector<RoundStart> FedWalkHctJob::OnUpload(uint32_t device, uint32_t round,
   if (round == fw::kRoundMatrix && r.state == State::kMatrix && phase_ == Phase::kMatrix) {
     if (params_.mode == PrivacyMode::kPaper && artefact == static_cast<uint32_t>(fw::HctArtefact::kOrderedMatrix)) {
       if (bytes.size() < 4) {
-        Fail(device, r, round, "ordered matrix without a row count");
+        Fail(r, round, "ordered matrix without a row count");
         return Poll(now_us);
       }
       const uint32_t rows = LoadU32Le(bytes.data());
       if (rows > params_.vertex_count || bytes.size() != 4 + size_t{rows} * k * 4) {
-        Fail(device, r, round, "ordered matrix of the wrong size");
+        Fail(r, round, "ordered matrix of the wrong size");
         return Poll(now_us);
       }
       std::vector<float> m(size_t{rows} * k);
       for (size_t i = 0; i < m.size(); ++i) m[i] = LoadF32Le(bytes.data() + 4 + 4 * i);
       if (!AllUsable(m)) {
-        Fail(device, r, round, "ordered matrix with a non-finite or out-of-range value");
+        Fail(r, round, "ordered matrix with a non-finite or out-of-range value");
         return Poll(now_us);
       }
       transcript_.ordered_matrices[device] = std::move(m);
@@ -162,7 +141,7 @@ std::vector<RoundStart> FedWalkHctJob::OnUpload(uint32_t device, uint32_t round,
         artefact == static_cast<uint32_t>(fw::HctArtefact::kDegreeHistogram)) {
       const size_t cells = size_t{k} * params_.buckets;
       if (bytes.size() != 4 * cells) {
-        Fail(device, r, round, "histogram of the wrong size");
+        Fail(r, round, "histogram of the wrong size");
         return Poll(now_us);
       }
       std::vector<int32_t> h(cells);
@@ -185,7 +164,7 @@ std::vector<RoundStart> FedWalkHctJob::OnUpload(uint32_t device, uint32_t round,
   // not follow the protocol, and it is left out from here on.
   ++summary_.protocol_errors;
   if (r.state == State::kBinning || r.state == State::kMatrix || r.state == State::kPublish) {
-    Fail(device, r, round, "unexpected upload");
+    Fail(r, round, "unexpected upload");
   }
   return Poll(now_us);
 }
@@ -214,18 +193,18 @@ std::vector<RoundStart> FedWalkHctJob::OnReport(uint32_t device, uint32_t round,
     r.unbounded = r.unbounded || report.unbounded;
   }
   if (!ok) {
-    Fail(device, r, round, "device reported status " + std::to_string(report.code));
+    Fail(r, round, "device reported status " + std::to_string(report.code));
     return Poll(now_us);
   }
   if (round == fw::kRoundBinning) {
     if (!r.has_vector) {
-      Fail(device, r, round, "report without a degree vector");
+      Fail(r, round, "report without a degree vector");
     } else {
       r.state = State::kMatrix;
     }
   } else if (round == fw::kRoundMatrix) {
     if (!r.has_upload) {
-      Fail(device, r, round, "report without an upload");
+      Fail(r, round, "report without an upload");
     } else {
       r.state = State::kPublish;
     }
@@ -272,7 +251,7 @@ std::vector<RoundStart> FedWalkHctJob::Poll(uint64_t now_us) {
       if (compute_done_.load()) {
         worker_.join();
         if (!compute_error_.empty()) {
-          Finish(now_us);
+          Finish();
           return {};
         }
         return StartPublishRound(now_us);
@@ -282,7 +261,7 @@ std::vector<RoundStart> FedWalkHctJob::Poll(uint64_t now_us) {
       if (RoundComplete(State::kPublish) || late) {
         MarkMissed(State::kPublish, fw::kRoundPublish);
         summary_.seconds_publish = Seconds(round_started_us_, now_us);
-        Finish(now_us);
+        Finish();
       }
       return {};
     case Phase::kIdle:
@@ -314,7 +293,7 @@ std::vector<RoundStart> FedWalkHctJob::StartMatrixRound(uint64_t now_us) {
   std::vector<RoundStart> out;
   if (start.devices.empty()) {
     compute_error_ = "no device completed round 1";
-    Finish(now_us);
+    Finish();
     return out;
   }
   out.push_back(std::move(start));
@@ -374,8 +353,7 @@ std::vector<RoundStart> FedWalkHctJob::StartPublishRound(uint64_t now_us) {
   return out;
 }
 
-void FedWalkHctJob::Finish(uint64_t now_us) {
-  (void)now_us;
+void FedWalkHctJob::Finish() {
   phase_ = Phase::kFinished;
   std::vector<double> eps;
   for (const auto& [id, r] : devices_) {

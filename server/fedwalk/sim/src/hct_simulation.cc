@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <random>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/server/fedwalk/bin_plan.h"
 #include "nodefl/fedwalk/degree_features.h"
 #include "nodefl/privacy/count_noise.h"
 #include "nodefl/random/drbg.h"
@@ -20,10 +20,7 @@ SimulatedJob SimulateHctUploads(const std::vector<std::vector<uint32_t>>& neighb
   SimulatedJob job;
   const auto n = static_cast<uint32_t>(neighbours.size());
   params.vertex_count = n;
-  if (params.bins == 0) {
-    params.bins = static_cast<uint8_t>(
-        std::clamp(std::floor(std::log(static_cast<double>(std::max(n, 1u)))), 1.0, double{fw::kMaxBins}));
-  }
+  if (params.bins == 0) params.bins = DefaultBins(n);
   if (!fw::CheckHctParameters(params).ok()) {
     job.error = "invalid parameters";
     return job;
@@ -35,13 +32,10 @@ SimulatedJob SimulateHctUploads(const std::vector<std::vector<uint32_t>>& neighb
   t.bins = k;
   t.buckets = buckets;
 
-  // Bin plan: a random numbering cut into k equal ranges (as the job does).
-  std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  std::mt19937_64 shuffle_rng(seed);
-  std::shuffle(order.begin(), order.end(), shuffle_rng);
-  t.bin_plan.assign(n, fw::kAbsentBin);
-  for (uint32_t rank = 0; rank < n; ++rank) t.bin_plan[order[rank]] = static_cast<uint8_t>(uint64_t{rank} * k / n);
+  // The job's bin plan, over every vertex.
+  std::vector<uint32_t> everyone(n);
+  std::iota(everyone.begin(), everyone.end(), 0u);
+  t.bin_plan = MakeBinPlan(everyone, n, k, seed);
 
   // Round 1 on every device.
   job.device_epsilon.assign(n, 0.0);

@@ -115,10 +115,10 @@ class FedWalkHctJob final : public Job {
   std::vector<RoundStart> StartMatrixRound(uint64_t now_us);
   void StartCompute(uint64_t now_us);
   std::vector<RoundStart> StartPublishRound(uint64_t now_us);
-  void Finish(uint64_t now_us);
+  void Finish();
   bool RoundComplete(HctDeviceRecord::State state) const;
   void MarkMissed(HctDeviceRecord::State state, uint32_t round);
-  void Fail(uint32_t device, HctDeviceRecord& record, uint32_t round, std::string why);
+  void Fail(HctDeviceRecord& record, uint32_t round, std::string why);
   void RunCompute();  // worker thread
   void WriteOutputs();
 
