@@ -3,13 +3,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <numeric>
 #include <thread>
 
 #include "nodefl/server/fedwalk/fast_rng.h"
+#include "nodefl/server/fedwalk/parallel_progress.h"
 
 namespace nodefl::server::fedwalk {
 
@@ -63,9 +61,6 @@ std::optional<WalkCorpus> GenerateDeepWalks(const nodefl::dataset::Graph& graph,
                                                 : options.threads;
   const uint64_t walk_seed = StreamSeed(options.seed, kWalkFamily);
   std::atomic<uint64_t> done{0};
-  std::mutex mutex;
-  std::condition_variable finished;
-  unsigned running = threads;
   auto work = [&](unsigned t) {
     const uint64_t first = walks * t / threads;
     const uint64_t last = walks * (t + 1) / threads;
@@ -87,25 +82,8 @@ std::optional<WalkCorpus> GenerateDeepWalks(const nodefl::dataset::Graph& graph,
       }
     }
     done.fetch_add(pending, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(mutex);
-    --running;
-    finished.notify_one();
   };
-  std::vector<std::thread> workers;
-  workers.reserve(threads);
-  for (unsigned t = 0; t < threads; ++t) workers.emplace_back(work, t);
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    while (!finished.wait_for(lock, std::chrono::milliseconds(500), [&] { return running == 0; })) {
-      if (progress) {
-        lock.unlock();
-        progress(done.load(std::memory_order_relaxed), walks);
-        lock.lock();
-      }
-    }
-  }
-  for (std::thread& worker : workers) worker.join();
-  if (progress) progress(walks, walks);
+  RunWorkersWithProgress(threads, work, done, walks, progress);
   return WalkCorpus::FromCsr(n, std::move(tokens), std::move(offsets), error);
 }
 

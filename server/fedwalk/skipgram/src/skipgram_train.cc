@@ -6,13 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "nodefl/server/fedwalk/fast_rng.h"
+#include "nodefl/server/fedwalk/parallel_progress.h"
 #include "nodefl/server/fedwalk/learning_rate.h"
 #include "nodefl/server/fedwalk/negative_sampler.h"
 #include "nodefl/server/fedwalk/sigmoid_table.h"
@@ -115,9 +113,6 @@ std::optional<SkipGramModel> Train(const WalkCorpus& corpus, const SkipGramOptio
   }
 
   std::atomic<uint64_t> done{0};
-  std::mutex mutex;
-  std::condition_variable finished;
-  unsigned running = threads;
 
   auto work = [&](unsigned t) {
     FastRng rng(StreamSeed(options.seed, 1 + uint64_t{t}));
@@ -147,26 +142,9 @@ std::optional<SkipGramModel> Train(const WalkCorpus& corpus, const SkipGramOptio
       }
     }
     done.fetch_add(pending, std::memory_order_relaxed);
-    std::lock_guard<std::mutex> lock(mutex);
-    --running;
-    finished.notify_one();
   };
 
-  std::vector<std::thread> workers;
-  workers.reserve(threads);
-  for (unsigned t = 0; t < threads; ++t) workers.emplace_back(work, t);
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    while (!finished.wait_for(lock, std::chrono::milliseconds(500), [&] { return running == 0; })) {
-      if (progress) {
-        lock.unlock();
-        progress(done.load(std::memory_order_relaxed), total);
-        lock.lock();
-      }
-    }
-  }
-  for (std::thread& worker : workers) worker.join();
-  if (progress) progress(total, total);
+  RunWorkersWithProgress(threads, work, done, total, progress);
   return model;
 }
 
