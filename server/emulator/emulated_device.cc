@@ -126,6 +126,7 @@ Status EmulatedDevice::Init() {
     // from the TLS one (tls/rng.h asks for separate generators).
     walk_role_ = std::make_unique<fedwalk::FedWalkWalkRole>(setup_.id, ws, credentials_, &tls::DrbgRandom, &drbg_,
                                                           noise_drbg_, *ledger_);
+    if (fleet_.shared_pair_keys != nullptr) walk_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
     NODEFL_TRY(session_->AddRole(*walk_role_));
   }
   return Status::Ok();

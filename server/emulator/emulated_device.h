@@ -26,6 +26,7 @@
 #include "nodefl/device/device_session.h"
 #include "nodefl/fedwalk/hct_role.h"
 #include "nodefl/fedwalk/walk_role.h"
+#include "shared_pair_keys.h"
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/roles/neighbour_echo.h"
@@ -114,6 +115,9 @@ struct FleetSetup {
   uint32_t walk_slots = 32;
   uint32_t walk_length_capacity = 80;
   uint32_t walk_peer_cache = 256;
+  // Certificate checks and pair keys shared between the emulated devices
+  // (shared_pair_keys.h); nullptr: every device computes its own.
+  SharedPairKeys* shared_pair_keys = nullptr;
 };
 
 class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {

@@ -2,7 +2,6 @@
 #include "nodefl/fedwalk/walk_peers.h"
 
 #include "nodefl/seal/job_keys.h"
-#include "nodefl/seal/peer_certificate.h"
 #include "nodefl/wire/envelope_codec.h"
 
 namespace nodefl::fedwalk {
@@ -134,10 +133,8 @@ Status WalkPeerTable::DeriveJobKeys(WalkPeer* p) {
 }
 
 Status WalkPeerTable::Derive(WalkPeer* p, ConstByteSpan certificate_der) {
-  seal::PeerPublicKey public_key;
-  NODEFL_TRY(seal::VerifyPeerCertificate(credentials_, certificate_der, p->id, &public_key));
-  NODEFL_TRY(seal::DerivePairKeys(credentials_, public_key, own_id_, p->id, random_, random_context_,
-                                  &p->pair_keys));
+  NODEFL_TRY(source_.Derive(credentials_, certificate_der, own_id_, p->id, random_, random_context_,
+                             &p->pair_keys));
   return DeriveJobKeys(p);
 }
 

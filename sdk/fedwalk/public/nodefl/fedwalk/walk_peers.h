@@ -41,6 +41,7 @@
 
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
+#include "nodefl/seal/pair_key_source.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/tls/credentials.h"
@@ -76,6 +77,10 @@ class WalkPeerTable {
   // duplicates, without own_id (kInvalidArgument otherwise); the records'
   // pair keys are kept if their id is unchanged since the last Bind.
   Status Bind(uint32_t own_id, Span<WalkPeer> neighbours, Span<WalkPeer> cache);
+
+  // Replaces certificate check + ECDH (seal/pair_key_source.h); for hosts
+  // of many emulated devices only.
+  void SetPairKeySource(const seal::PairKeySource& source) { source_ = source; }
 
   // A new job: job keys wiped, windows reset; cache records freed.
   // Neighbours with valid pair keys get job keys at once (kReady); the
@@ -123,6 +128,7 @@ class WalkPeerTable {
   const tls::TlsCredentials& credentials_;
   tls::RandomFunction random_;
   void* random_context_;
+  seal::PairKeySource source_;
   uint32_t own_id_ = 0;
   Span<WalkPeer> neighbours_;
   Span<WalkPeer> cache_;

@@ -185,6 +185,8 @@ class FedWalkWalkRole final : public device::Role {
   size_t held_walks() const { return queue_.in_use(); }
   size_t queue_capacity() const { return queue_.capacity(); }
   const WalkPeerTable& peers() const { return peers_; }
+  // See WalkPeerTable::SetPairKeySource.
+  void SetPairKeySource(const seal::PairKeySource& source) { peers_.SetPairKeySource(source); }
 
  private:
   enum class Phase : uint8_t { kIdle, kKeys, kKeysReported, kWalks, kReport, kDone };

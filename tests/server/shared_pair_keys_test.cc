@@ -1,0 +1,102 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// The emulator's shared pair-key memo must hand every device exactly the
+// keys it would have derived alone, check any certificate bytes it has not
+// seen verify, and pass errors through.
+#include "shared_pair_keys.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "nodefl/random/drbg.h"
+#include "nodefl/seal/pair_key_source.h"
+#include "test_pki.h"
+
+namespace nodefl::emulator {
+namespace {
+
+using testing::TestIdentity;
+using testing::TestPki;
+
+struct Device {
+  Device(TestPki& pki, uint32_t device_id) : id(device_id), identity(pki.Device(device_id)) {
+    EXPECT_TRUE(pki.Load(identity, &credentials).ok());
+    EXPECT_TRUE(drbg.SeedDeterministic(device_id).ok());
+  }
+  uint32_t id;
+  TestIdentity identity;
+  tls::TlsCredentials credentials;
+  Drbg drbg;
+};
+
+bool SameKeys(const seal::PairKeys& a, const seal::PairKeys& b) {
+  return a.valid && b.valid && a.low_id == b.low_id && a.high_id == b.high_id &&
+         std::memcmp(a.low_to_high, b.low_to_high, sizeof(a.low_to_high)) == 0 &&
+         std::memcmp(a.high_to_low, b.high_to_low, sizeof(a.high_to_low)) == 0;
+}
+
+class SharedPairKeysTest : public ::testing::Test {
+ protected:
+  SharedPairKeysTest() : pki_(11), a_(pki_, 3), b_(pki_, 4), c_(pki_, 5) {}
+
+  seal::PairKeys Direct(Device& own, const Device& peer) {
+    seal::PairKeys keys;
+    EXPECT_TRUE(seal::VerifyAndDerivePairKeys(own.credentials, peer.identity.certificate_der, own.id, peer.id,
+                                              &tls::DrbgRandom, &own.drbg, &keys)
+                    .ok());
+    return keys;
+  }
+  Status Shared(Device& own, const std::vector<uint8_t>& certificate, uint32_t peer_id, seal::PairKeys* out) {
+    const seal::PairKeySource source = memo_.source();
+    return source.Derive(own.credentials, certificate, own.id, peer_id, &tls::DrbgRandom, &own.drbg, out);
+  }
+
+  TestPki pki_;
+  Device a_, b_, c_;
+  SharedPairKeys memo_;
+};
+
+TEST_F(SharedPairKeysTest, BothSidesGetTheKeysTheyWouldDeriveAloneAndTheSecondComputesNothing) {
+  seal::PairKeys ab, ba, ac;
+  ASSERT_TRUE(Shared(a_, b_.identity.certificate_der, b_.id, &ab).ok());
+  EXPECT_EQ(memo_.counters().verifications, 1u);
+  EXPECT_EQ(memo_.counters().ecdh, 1u);
+  ASSERT_TRUE(Shared(b_, a_.identity.certificate_der, a_.id, &ba).ok());
+  // b checked a's certificate (never seen before) but reused the pair.
+  EXPECT_EQ(memo_.counters().verifications, 2u);
+  EXPECT_EQ(memo_.counters().ecdh, 1u);
+  ASSERT_TRUE(Shared(c_, b_.identity.certificate_der, b_.id, &ac).ok());
+  // b's certificate is known; the pair (4, 5) is new.
+  EXPECT_EQ(memo_.counters().verifications, 2u);
+  EXPECT_EQ(memo_.counters().ecdh, 2u);
+  EXPECT_EQ(memo_.counters().derivations, 3u);
+  EXPECT_TRUE(SameKeys(ab, Direct(a_, b_)));
+  EXPECT_TRUE(SameKeys(ba, Direct(b_, a_)));
+  EXPECT_TRUE(SameKeys(ab, ba));
+  EXPECT_TRUE(SameKeys(ac, Direct(c_, b_)));
+  EXPECT_FALSE(SameKeys(ab, ac));
+}
+
+TEST_F(SharedPairKeysTest, UnseenBytesAreCheckedAndErrorsPassThrough) {
+  seal::PairKeys keys;
+  ASSERT_TRUE(Shared(a_, b_.identity.certificate_der, b_.id, &keys).ok());
+  // The same device id with different bytes (a tampered signature) is
+  // checked again and refused, as VerifyPeerCertificate would.
+  std::vector<uint8_t> tampered = b_.identity.certificate_der;
+  tampered[tampered.size() - 5] ^= 0x40;
+  seal::PairKeys refused;
+  const Status direct = seal::VerifyAndDerivePairKeys(c_.credentials, tampered, c_.id, b_.id, &tls::DrbgRandom,
+                                                      &c_.drbg, &refused);
+  EXPECT_FALSE(direct.ok());
+  EXPECT_EQ(Shared(c_, tampered, b_.id, &refused), direct);
+  EXPECT_FALSE(refused.valid);
+  // A verified certificate presented for another id is refused too.
+  EXPECT_EQ(Shared(c_, b_.identity.certificate_der, a_.id, &refused), Status::Unauthenticated());
+  EXPECT_EQ(memo_.counters().failures, 2u);
+  EXPECT_EQ(memo_.counters().verifications, 3u);
+}
+
+}  // namespace
+}  // namespace nodefl::emulator
