@@ -9,22 +9,26 @@
 #      0.9; 5 shuffles) on both embeddings.
 # Prints SkipGram tokens/s of both trainers on the same walks and cores.
 #
-# Usage: tests/bench/deepwalk-baselines.sh [--graph DIR] [--threads T] [--no-build]
+# Usage: tests/bench/deepwalk-baselines.sh [--graph DIR] [--threads T] [--gamma G] [--no-build]
 #   --graph    dataset with labels.tsv (default ../shared/datasets/blogcatalog)
 #   --threads  training threads / gensim workers (default: all cores)
+#   --gamma    walks per vertex (default 80, the paper's; FedWalk runs at
+#              scale may use fewer, compare at the same value)
 # Outputs in build/bench/baselines-<dataset>/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 graph=../shared/datasets/blogcatalog
 threads=$(nproc)
+gamma=80
 build=1
 while [[ $# -gt 0 ]]; do
   case $1 in
     --graph) graph=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
+    --gamma) gamma=$2; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,16s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,18s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "deepwalk-baselines.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -37,21 +41,25 @@ fi
 python=/usr/bin/python3
 [[ -x $python ]] || python=python3
 name=$(basename "$graph")
-out=build/bench/baselines-$name
+out=build/bench/baselines-$name$([[ $gamma == 80 ]] || echo "-gamma$gamma")
 mkdir -p "$out"
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); dataset $name; $threads threads"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); dataset $name; $threads threads; gamma $gamma"
 
 echo
 echo "== nodefl DeepWalk (walks + SkipGram)"
+start=$(date +%s.%N)
 build/host/server/fedwalk/deepwalk/nodefl-deepwalk --graph "$graph" --output "$out/nodefl.emb" \
-  --walks-out "$out/walks.txt" --threads "$threads" --seed 1 2>"$out/nodefl.log" | tee "$out/nodefl.txt"
+  --walks-out "$out/walks.txt" --gamma "$gamma" --threads "$threads" --seed 1 2>"$out/nodefl.log" | tee "$out/nodefl.txt"
+echo "wall time (walks + training + writing): $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 
 gensim=0
 echo
 echo "== gensim Word2Vec on the same walks"
+start=$(date +%s.%N)
 if $python server/tools/gensim_deepwalk.py --walks "$out/walks.txt" --output "$out/gensim.emb" \
      --workers "$threads" --sample 0 2>"$out/gensim.log" | tee "$out/gensim.txt"; then
   gensim=1
+  echo "wall time (gensim training + writing, on the walks above): $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 else
   echo "(skipped: $(tail -n 1 "$out/gensim.log"))"
 fi

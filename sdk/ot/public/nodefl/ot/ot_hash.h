@@ -22,7 +22,7 @@ namespace nodefl::ot {
 enum class HashDomain : uint8_t {
   kBaseOt = 1,
   kExtension = 2,
-  kTableMask = 3,
+  // 3: retired (table masks now come from AES streams, compare/)
   kTranscript = 4,
 };
 
