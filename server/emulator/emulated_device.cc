@@ -129,11 +129,34 @@ Status EmulatedDevice::Init() {
     if (fleet_.shared_pair_keys != nullptr) walk_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
     NODEFL_TRY(session_->AddRole(*walk_role_));
   }
+  if (fleet_.job == "secure-compare") {
+    compare_peers_.resize(setup_.neighbours.size());
+    for (size_t i = 0; i < compare_peers_.size(); ++i) compare_peers_[i].id = setup_.neighbours[i];
+    // Room for the widest plan (32-bit inputs in 8-bit digits: 256 table
+    // bytes per comparison).
+    constexpr size_t kTableBytesPerComparison = 256;
+    const size_t contexts = fleet_.compare_contexts, slots = fleet_.compare_slots;
+    compare_contexts_ = std::vector<compare::CompareContext>(contexts);
+    compare_slots_.resize(contexts * slots);
+    compare_tables_.resize(contexts * slots * kTableBytesPerComparison);
+    for (size_t c = 0; c < contexts; ++c) {
+      compare_contexts_[c].Bind(Span<compare::ComparisonSlot>(compare_slots_.data() + c * slots, slots),
+                                ByteSpan(compare_tables_.data() + c * slots * kTableBytesPerComparison,
+                                         slots * kTableBytesPerComparison));
+    }
+    compare_role_ = std::make_unique<compare::SecureCompareRole>(
+        setup_.id, Span<compare::ComparePeer>(compare_peers_), Span<compare::CompareContext>(compare_contexts_),
+        credentials_, &tls::DrbgRandom, &drbg_);
+    if (fleet_.shared_pair_keys != nullptr) compare_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
+    NODEFL_TRY(compare_role_->Init());
+    NODEFL_TRY(session_->AddRole(*compare_role_));
+  }
   return Status::Ok();
 }
 
 bool EmulatedDevice::finished() const {
   if (fleet_.job == "fedwalk") return walk_role_ && walk_role_->finished();
+  if (fleet_.job == "secure-compare") return compare_role_ && compare_role_->finished();
   if (fleet_.job == "fedwalk-hct") return hct_role_ && hct_role_->finished();
   return role_ && role_->finished();
 }
@@ -362,6 +385,14 @@ void EmulatedDevice::NoteProgress() {
     fleet_.stats->walks_finished.fetch_add(w.finished - walk_reported_.finished);
     fleet_.stats->walks_dropped.fetch_add(w.dropped - walk_reported_.dropped);
     walk_reported_ = w;
+  }
+  if (compare_role_) {
+    const auto& c = compare_role_->stats();
+    fleet_.stats->compare_done.fetch_add(c.done - compare_reported_.done);
+    fleet_.stats->compare_aborted.fetch_add(c.aborted - compare_reported_.aborted);
+    fleet_.stats->compare_messages.fetch_add(c.messages_sent - compare_reported_.messages_sent);
+    fleet_.stats->compare_bytes.fetch_add(c.bytes_sent - compare_reported_.bytes_sent);
+    compare_reported_ = c;
   }
   if (finished() && !counted_finished_) {
     if (hct_role_->finished()) fleet_.stats->hct_codebook_rows.fetch_add(h.codebook_rows_kept);

@@ -25,6 +25,7 @@
 
 #include "nodefl/device/device_session.h"
 #include "nodefl/fedwalk/hct_role.h"
+#include "nodefl/compare/compare_role.h"
 #include "nodefl/fedwalk/walk_role.h"
 #include "shared_pair_keys.h"
 #include "nodefl/privacy/ledger.h"
@@ -60,6 +61,11 @@ struct FleetStats {
   std::atomic<uint64_t> walks_forwarded{0};
   std::atomic<uint64_t> walks_finished{0};
   std::atomic<uint64_t> walks_dropped{0};
+  // Secure comparisons.
+  std::atomic<uint64_t> compare_done{0};
+  std::atomic<uint64_t> compare_aborted{0};
+  std::atomic<uint64_t> compare_messages{0};
+  std::atomic<uint64_t> compare_bytes{0};
 };
 
 // Limits how many devices connect and handshake at the same time, so that
@@ -118,6 +124,10 @@ struct FleetSetup {
   // Certificate checks and pair keys shared between the emulated devices
   // (shared_pair_keys.h); nullptr: every device computes its own.
   SharedPairKeys* shared_pair_keys = nullptr;
+  // Secure comparisons: sessions a device runs at once and comparisons per
+  // session it has room for.
+  uint32_t compare_contexts = 4;
+  uint32_t compare_slots = 16;
 };
 
 class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
@@ -140,6 +150,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   const fedwalk::FedWalkHctRole* hct_role() const { return hct_role_.get(); }
   const PrivacyLedger* ledger() const { return ledger_.get(); }
   const fedwalk::FedWalkWalkRole* walk_role() const { return walk_role_.get(); }
+  const compare::SecureCompareRole* compare_role() const { return compare_role_.get(); }
   const char* last_error() const { return last_error_.c_str(); }
 
  private:
@@ -194,6 +205,13 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   bool walk_bound_ = false;
   fedwalk::FedWalkWalkRole::Stats walk_reported_{};
   uint32_t hct_reported_failures_ = 0;
+  // Secure comparisons.
+  std::vector<compare::ComparePeer> compare_peers_;
+  std::vector<compare::CompareContext> compare_contexts_;
+  std::vector<compare::ComparisonSlot> compare_slots_;
+  std::vector<uint8_t> compare_tables_;
+  std::unique_ptr<compare::SecureCompareRole> compare_role_;
+  compare::SecureCompareRole::Stats compare_reported_{};
 
   bool connection_up_ = false;
   bool stopping_ = false;

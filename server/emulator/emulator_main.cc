@@ -46,6 +46,7 @@ struct Options {
   uint32_t messages_per_edge = 1;
   std::string job = "neighbour-echo";
   uint32_t codebook_capacity = 8;
+  uint32_t compare_sessions = 4;
   bool keep_tree = false;
   bool shared_pair_keys = true;
 };
@@ -67,8 +68,11 @@ void PrintHelp() {
       "  --connect-concurrency N  handshakes in flight at once (default 128)\n"
       "  --timeout S              give up after S seconds (default 1800)\n"
       "  --job NAME               the job the server runs, to know what success means:\n"
-      "                           neighbour-echo (default), fedwalk-hct or fedwalk (tree,\n"
-      "                           then walks; implies --keep-tree)\n"
+      "                           neighbour-echo (default), fedwalk-hct, fedwalk (tree,\n"
+      "                           then walks; implies --keep-tree) or secure-compare\n"
+      "                           (Lumos greedy initialisation by secure comparisons)\n"
+      "  --compare-sessions N     secure-compare: sessions a device runs at once (default 4;\n"
+      "                           at least the server's compare_max_sessions)\n"
       "  --messages-per-edge M    neighbour-echo: the server's job_messages_per_edge\n"
       "                           (default 1), to check the devices' totals against the graph\n"
       "  --codebook-capacity K    fedwalk-hct: codebook entries each device can keep per\n"
@@ -156,10 +160,15 @@ std::optional<Options> Parse(int argc, char** argv) {
       o.connect_concurrency = static_cast<uint32_t>(*n);
     } else if (arg == "--job") {
       o.job = v;
-      if (o.job != "neighbour-echo" && o.job != "fedwalk-hct" && o.job != "fedwalk") {
-        std::fprintf(stderr, "nodefl-emulate: --job is neighbour-echo, fedwalk-hct or fedwalk, not '%s'\n", v);
+      if (o.job != "neighbour-echo" && o.job != "fedwalk-hct" && o.job != "fedwalk" && o.job != "secure-compare") {
+        std::fprintf(stderr,
+                     "nodefl-emulate: --job is neighbour-echo, fedwalk-hct, fedwalk or secure-compare, not '%s'\n", v);
         return std::nullopt;
       }
+    } else if (arg == "--compare-sessions") {
+      const auto n = count(64);
+      if (!n) return std::nullopt;
+      o.compare_sessions = static_cast<uint32_t>(*n);
     } else if (arg == "--codebook-capacity") {
       const auto n = count(1024);
       if (!n) return std::nullopt;
@@ -250,6 +259,7 @@ int main(int argc, char** argv) {
   fleet.keep_tree_and_bin_plan = opt->keep_tree || opt->job == "fedwalk";
   fleet.job = opt->job;
   fleet.vertex_count = n;
+  fleet.compare_contexts = opt->compare_sessions;
   nodefl::emulator::SharedPairKeys shared_pair_keys;
   if (opt->shared_pair_keys) fleet.shared_pair_keys = &shared_pair_keys;
 
@@ -308,7 +318,18 @@ int main(int argc, char** argv) {
       const bool stop = all_done || timed_out || interrupted.load();
       if (std::chrono::steady_clock::now() - last_print >= std::chrono::seconds(2) || stop) {
         last_print = std::chrono::steady_clock::now();
-        if (opt->job == "fedwalk-hct" || opt->job == "fedwalk") {
+        if (opt->job == "secure-compare") {
+          std::fprintf(stderr,
+                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, sessions done %llu, "
+                       "aborted %llu, messages %llu, finished %llu, failed %llu\n",
+                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                       static_cast<unsigned long long>(stats.connecting.load()),
+                       static_cast<unsigned long long>(stats.reconnects.load()),
+                       static_cast<unsigned long long>(stats.compare_done.load()),
+                       static_cast<unsigned long long>(stats.compare_aborted.load()),
+                       static_cast<unsigned long long>(stats.compare_messages.load()),
+                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
+        } else if (opt->job == "fedwalk-hct" || opt->job == "fedwalk") {
           std::fprintf(stderr,
                        "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, tree round reports %llu "
                        "(3 per device), walk messages %llu, walks ended %llu (dropped %llu), finished %llu, "
@@ -365,7 +386,9 @@ int main(int argc, char** argv) {
     }
   }
   const bool hct = opt->job == "fedwalk-hct" || opt->job == "fedwalk";
-  const bool verified = hct ? unfinished == 0 && stats.hct_failures.load() == 0
+  const bool compare = opt->job == "secure-compare";
+  const bool verified = compare ? unfinished == 0 && stats.compare_aborted.load() == 0
+                        : hct ? unfinished == 0 && stats.hct_failures.load() == 0
                             : unfinished == 0 && sent == expected && received == expected && duplicates == 0 &&
                                   rejected == 0;
   if (hct) {
@@ -386,6 +409,15 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(stats.hct_failures.load()), static_cast<unsigned long long>(refused),
                 eps.empty() ? 0.0 : eps.back(), eps.empty() ? 0.0 : eps[eps.size() / 2],
                 static_cast<unsigned long long>(unbounded));
+  }
+  if (compare) {
+    // Each session is counted by both of its parties.
+    std::printf("secure-compare: party results done %llu, aborted %llu; comparison messages %llu, %llu bytes "
+                "(before sealing)\n",
+                static_cast<unsigned long long>(stats.compare_done.load()),
+                static_cast<unsigned long long>(stats.compare_aborted.load()),
+                static_cast<unsigned long long>(stats.compare_messages.load()),
+                static_cast<unsigned long long>(stats.compare_bytes.load()));
   }
   if (opt->job == "fedwalk") {
     uint64_t asked = 0, verifications = 0, ecdh = 0;
@@ -409,7 +441,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(stats.finished.load()), static_cast<unsigned long long>(stats.failed.load()),
               static_cast<unsigned long long>(stats.reconnects.load()),
               static_cast<unsigned long long>(stats.connect_failures.load()));
-  if (!hct) {
+  if (!hct && !compare) {
     std::printf("         sealed messages: expected %llu, sent %llu, received and verified %llu, duplicates %llu, "
                 "rejected %llu\n",
                 static_cast<unsigned long long>(expected), static_cast<unsigned long long>(sent),
@@ -423,7 +455,8 @@ int main(int argc, char** argv) {
               all_connected_s, all_connected_s > 0 ? n / all_connected_s : 0.0,
               connected ? stats.handshake_us_total.load() / 1000.0 / connected : 0.0, elapsed(), peak_kib / 1024.0,
               n ? peak_kib / n : 0.0,
-              verified ? (opt->job == "fedwalk" ? "VERIFIED: every device completed the FedWalk tree and walk jobs"
+              verified ? (compare ? "VERIFIED: every device finished, no comparison session aborted"
+                  : opt->job == "fedwalk" ? "VERIFIED: every device completed the FedWalk tree and walk jobs"
                   : hct        ? "VERIFIED: every device completed the FedWalk HCT job"
                               : "VERIFIED: every message arrived intact exactly once")
                        : "NOT VERIFIED");

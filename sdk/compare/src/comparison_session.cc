@@ -23,11 +23,22 @@ void PutBit(uint8_t* bytes, uint32_t bit, uint64_t value) {
 
 }  // namespace
 
-ComparisonSession::ComparisonSession(const ComparisonStorage& storage)
-    : slots_(storage.slots), tables_(storage.tables) {
+ComparisonSession::ComparisonSession() {
   mbedtls_aes_init(&aes_);
   mbedtls_sha256_init(&sent_digest_);
   mbedtls_sha256_init(&received_digest_);
+}
+
+ComparisonSession::ComparisonSession(const ComparisonStorage& storage) : ComparisonSession() {
+  slots_ = storage.slots;
+  tables_ = storage.tables;
+}
+
+Status ComparisonSession::SetStorage(const ComparisonStorage& storage) {
+  if (state_ == State::kRunning) return Status::FailedPrecondition();
+  slots_ = storage.slots;
+  tables_ = storage.tables;
+  return Status::Ok();
 }
 
 ComparisonSession::~ComparisonSession() {

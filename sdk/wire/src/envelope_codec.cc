@@ -122,7 +122,8 @@ bool MaySend(Peer sender, pb_size_t which_body) {
 bool IsKnownJobKind(uint32_t kind) {
   return kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO) ||
          kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_FEDWALK_HCT) ||
-         kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_FEDWALK_WALKS);
+         kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_FEDWALK_WALKS) ||
+         kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_SECURE_COMPARE);
 }
 
 Status CheckEnvelope(const nodefl_wire_Envelope& env) {

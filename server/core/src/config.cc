@@ -156,8 +156,10 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
     return fail("credentials_dir", "required (folder of device-<id>.crt files)");
   }
   if (c.max_devices == 0) return fail("max_devices", "must be at least 1");
-  if (c.job != "none" && c.job != "neighbour-echo" && c.job != "fedwalk-hct" && c.job != "fedwalk") {
-    return fail("job", "'" + c.job + "' is not a known job (none, neighbour-echo, fedwalk-hct, fedwalk)");
+  if (c.job != "none" && c.job != "neighbour-echo" && c.job != "fedwalk-hct" && c.job != "fedwalk" &&
+      c.job != "secure-compare") {
+    return fail("job",
+                "'" + c.job + "' is not a known job (none, neighbour-echo, fedwalk-hct, fedwalk, secure-compare)");
   }
   if (c.job_round_deadline_ms == 0) return fail("job_round_deadline_ms", "must be at least 1");
   if (c.job_messages_per_edge == 0 || c.job_messages_per_edge > (1u << 20)) {
@@ -197,6 +199,26 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
   if (c.fedwalk_dim == 0 || c.fedwalk_dim > 4096) return fail("fedwalk_dim", "must be 1..4096");
   if (c.fedwalk_window == 0) return fail("fedwalk_window", "must be at least 1");
   if (c.fedwalk_negative == 0) return fail("fedwalk_negative", "must be at least 1");
+  // The same limits the devices apply (sdk/compare comparison_plan.h, compare_job_format.h).
+  if (c.compare_width < 1 || c.compare_width > 32) {
+    return fail("compare_width", std::to_string(c.compare_width) + " is outside 1..32");
+  }
+  if (c.compare_digit_bits > 8) {
+    return fail("compare_digit_bits", std::to_string(c.compare_digit_bits) + " is outside 0..8");
+  }
+  if (c.compare_mode != "base" && c.compare_mode != "extension") {
+    return fail("compare_mode", "'" + c.compare_mode + "' is not base or extension");
+  }
+  if (c.compare_value != "log-degree" && c.compare_value != "degree") {
+    return fail("compare_value", "'" + c.compare_value + "' is not log-degree or degree");
+  }
+  if (c.compare_max_sessions == 0 || c.compare_max_sessions > 65535) {
+    return fail("compare_max_sessions", std::to_string(c.compare_max_sessions) + " is outside 1..65535");
+  }
+  if (c.compare_session_timeout_ms == 0) return fail("compare_session_timeout_ms", "must be at least 1");
+  if (c.compare_results_public != "true" && c.compare_results_public != "false") {
+    return fail("compare_results_public", "'" + c.compare_results_public + "' is not true or false");
+  }
   if (c.idle_timeout_ms == 0) return fail("idle_timeout_ms", "must be at least 1");
   if (c.heartbeat_interval_ms == 0) return fail("heartbeat_interval_ms", "must be at least 1");
   if (c.heartbeat_interval_ms >= c.idle_timeout_ms) {

@@ -7,6 +7,7 @@
 #include "nodefl/server/jobs/fedwalk_hct_job.h"
 #include "nodefl/server/jobs/fedwalk_walk_job.h"
 #include "nodefl/server/jobs/neighbour_echo_runner_job.h"
+#include "nodefl/server/jobs/secure_compare_job.h"
 
 namespace nodefl::server::jobs {
 
@@ -33,6 +34,23 @@ std::unique_ptr<Job> MakeJob(const ServerConfig& config, const std::string& stag
     options.round2_deadline_ms = config.job_round_deadline_ms;
     return std::make_unique<NeighbourEchoRunnerJob>(options, std::move(participants), std::move(salt),
                                                     config.job_messages_per_edge, config.job_payload_bytes);
+  }
+  if (stage == "secure-compare") {
+    // ValidateConfig checked every value; the job draws its own salt.
+    SecureCompareOptions options;
+    options.job_id = job_id;
+    options.params.width = static_cast<uint8_t>(config.compare_width);
+    options.params.digit_bits = static_cast<uint8_t>(config.compare_digit_bits);
+    options.params.mode =
+        config.compare_mode == "extension" ? nodefl::compare::OtMode::kExtension : nodefl::compare::OtMode::kBase;
+    options.params.value = config.compare_value == "degree" ? nodefl::compare::CompareValue::kDegree
+                                                            : nodefl::compare::CompareValue::kLogDegree;
+    options.params.results_public = config.compare_results_public == "true";
+    options.params.max_sessions = static_cast<uint16_t>(config.compare_max_sessions);
+    options.round_deadline_ms = config.job_round_deadline_ms;
+    options.session_timeout_ms = config.compare_session_timeout_ms;
+    options.output_dir = config.output_dir;
+    return std::make_unique<SecureCompareJob>(options, std::move(participants));
   }
   if (stage == "fedwalk-hct") {
     FedWalkHctOptions options;

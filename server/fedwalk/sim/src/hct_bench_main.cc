@@ -35,6 +35,7 @@ struct Options {
   double epsilon = 2.0;
   uint64_t seed = 1;
   bool attack = true;
+  bool scaled_encoder = false;
 };
 
 void Usage(std::FILE* out) {
@@ -49,6 +50,8 @@ void Usage(std::FILE* out) {
                "  --codebook-k K     most codebook entries per vertex (default 256)\n"
                "  --epsilon E        epsilon of every mechanism (default 2)\n"
                "  --seed S           seed of the bin plan and the simulated devices (default 1)\n"
+               "  --encoder E        raw (default: the paper's Eq. 12 score) or scaled (score / 2du,\n"
+               "                     epsilon per encoding; the strict job's default)\n"
                "  --no-attack        skip the neighbour-recovery attack\n"
                "  --help             this text\n");
 }
@@ -88,6 +91,12 @@ bool Parse(int argc, char** argv, Options* o) {
       if (arg == "--bins") o->bins = static_cast<uint32_t>(x);
       if (arg == "--codebook-k") o->codebook_k = static_cast<uint32_t>(x);
       if (arg == "--seed") o->seed = x;
+    } else if (arg == "--encoder") {
+      if (v != "raw" && v != "scaled") {
+        std::fprintf(stderr, "nodefl-hct-bench: --encoder is raw or scaled, not '%s'\n", v.c_str());
+        return false;
+      }
+      o->scaled_encoder = v == "scaled";
     } else if (arg == "--epsilon") {
       o->epsilon = std::strtod(v.c_str(), &end);
       if (end == v.c_str() || *end != '\0' || !(o->epsilon > 0)) {
@@ -154,6 +163,7 @@ int main(int argc, char** argv) {
   options.threads = o.threads;
   options.codebook.epsilon = o.epsilon;
   options.codebook.k = o.codebook_k;
+  options.scaled_encoder = o.scaled_encoder;
   HctPipelineProgress progress;
   std::atomic<bool> running{true};
   std::thread reporter([&] {

@@ -80,10 +80,14 @@ class ComparisonSession {
     uint32_t messages_received = 0;
   };
 
+  ComparisonSession();  // storage comes later (SetStorage)
   explicit ComparisonSession(const ComparisonStorage& storage);
   ~ComparisonSession();
   ComparisonSession(const ComparisonSession&) = delete;
   ComparisonSession& operator=(const ComparisonSession&) = delete;
+
+  // Replaces the storage; not while running (kFailedPrecondition).
+  Status SetStorage(const ComparisonStorage& storage);
 
   // kInvalidArgument for a bad shape (CheckShape), values.size() !=
   // shape.count, a value above plan.MaxValue(), storage too small, or a

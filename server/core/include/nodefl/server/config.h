@@ -57,7 +57,7 @@ struct ServerConfig {
   // Jobs. The server starts `job` once `job_quorum` devices are online
   // (0: every device with credentials) or `job_wait_ms` after the first
   // device registered (0: wait for the quorum), with the devices online then.
-  std::string job = "none";  // none | neighbour-echo | fedwalk-hct | fedwalk
+  std::string job = "none";  // none | neighbour-echo | fedwalk-hct | fedwalk | secure-compare
   uint32_t job_quorum = 0;
   uint32_t job_wait_ms = 0;
   uint32_t job_round_deadline_ms = 300000;  // per round; late devices are recorded
@@ -95,6 +95,15 @@ struct ServerConfig {
   uint32_t fedwalk_window = 10;
   uint32_t fedwalk_negative = 5;
   uint64_t fedwalk_seed = 0;               // 0: random
+  // secure-compare (sdk/compare/.../compare_job_format.h): Lumos's greedy
+  // initialisation, one secure comparison per edge.
+  uint32_t compare_width = 8;                   // bits per compared value (1..32)
+  uint32_t compare_digit_bits = 0;              // 0: the plan's default (0..8)
+  std::string compare_mode = "base";            // base | extension (IKNP)
+  std::string compare_value = "log-degree";     // log-degree (round(ln deg)) | degree
+  uint32_t compare_max_sessions = 4;            // concurrent sessions per device
+  uint32_t compare_session_timeout_ms = 120000;
+  std::string compare_results_public = "true";  // true | false: devices report the result bits
   // Process.
   uint32_t threads = 0;  // 0 until defaulted: DefaultServerConfig() sets hardware_concurrency
   LogLevel log_level = LogLevel::kInfo;

@@ -1,0 +1,178 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// The secure-compare job (Lumos greedy initialisation) end to end over
+// TLS: nodefl-server's job runner and one emulated SDK device per node, on
+// karate and lastfm, in both OT modes. The kept-neighbour lists the server
+// writes must equal the plaintext rule of Lumos Alg. 1: u keeps v iff
+// round(ln deg v) >= round(ln deg u).
+#include <gtest/gtest.h>
+
+#include <boost/asio/ip/address.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <sstream>
+
+#include "nodefl/compare/compare_role.h"
+#include "nodefl/dataset/graph_dataset.h"
+#include "emulated_device.h"
+#include "shared_pair_keys.h"
+#include "transport_test_support.h"
+
+namespace nodefl::transport_test {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+struct Fleet {
+  dataset::Graph graph;
+  std::unique_ptr<TestDeployment> deployment;
+  std::unique_ptr<ServerUnderTest> server;
+  tls::TlsCredentials ca;
+  emulator::FleetStats stats;
+  std::unique_ptr<emulator::ConnectGate> gate;
+  emulator::SharedPairKeys shared_keys;
+  emulator::FleetSetup fleet;
+  asio::io_context io;  // before the devices: their strands belong to it
+  std::vector<std::shared_ptr<emulator::EmulatedDevice>> devices;
+  fs::path out;
+};
+
+void RunFleet(Fleet& f, const std::string& dataset_name, const std::function<void(server::ServerConfig&)>& tune,
+              milliseconds timeout) {
+  const dataset::LoadResult loaded = dataset::LoadGraph(fs::path(NODEFL_DATASETS_DIR) / dataset_name);
+  ASSERT_TRUE(loaded.ok) << "the " << dataset_name << " dataset is required: " << loaded.error;
+  f.graph = loaded.graph;
+  const dataset::Graph& g = f.graph;
+  std::vector<uint32_t> ids(g.num_nodes);
+  std::iota(ids.begin(), ids.end(), 0u);
+  f.deployment = std::make_unique<TestDeployment>(ids, /*seed=*/91);
+  ASSERT_TRUE(f.deployment->ok()) << f.deployment->error();
+  f.out = f.deployment->dir() / "out";
+  server::ServerConfig config = f.deployment->BaseConfig();
+  config.job = "secure-compare";
+  config.job_quorum = g.num_nodes;
+  config.exit_after_jobs = 1;
+  config.job_round_deadline_ms = static_cast<uint32_t>(timeout.count());
+  config.output_dir = f.out.string();
+  config.max_devices = g.num_nodes + 16;
+  if (tune) tune(config);
+  const server::ConfigStatus valid = server::ValidateConfig(config);
+  ASSERT_TRUE(valid.ok) << valid.message;
+  f.server = std::make_unique<ServerUnderTest>(config, f.deployment->dir() / "server.log");
+  ASSERT_TRUE(f.server->ok()) << f.server->error();
+
+  ASSERT_TRUE(f.ca.LoadCaChain(ConstByteSpan(f.deployment->pki().ca_der())).ok());
+  f.gate = std::make_unique<emulator::ConnectGate>(64);
+  f.fleet.server = asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), f.server->port());
+  f.fleet.server_name = "localhost";
+  f.fleet.ca = &f.ca;
+  f.fleet.stats = &f.stats;
+  f.fleet.gate = f.gate.get();
+  f.fleet.max_connect_attempts = 5;
+  f.fleet.job = "secure-compare";
+  f.fleet.vertex_count = g.num_nodes;
+  f.fleet.shared_pair_keys = &f.shared_keys;
+  f.fleet.compare_contexts = config.compare_max_sessions;
+  for (uint32_t v = 0; v < g.num_nodes; ++v) {
+    emulator::DeviceSetup setup;
+    setup.id = v;
+    setup.neighbours.assign(g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
+                            g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
+    setup.certificate_der = f.deployment->device(v).certificate_der;
+    setup.private_key_der = f.deployment->device(v).private_key_der;
+    auto device = std::make_shared<emulator::EmulatedDevice>(f.io, f.fleet, std::move(setup));
+    ASSERT_TRUE(device->Init().ok()) << "device " << v;
+    f.devices.push_back(std::move(device));
+  }
+  for (auto& d : f.devices) d->Start();
+  ServerUnderTest& server = *f.server;
+  const bool ended = RunUntil(
+      f.io, [&] { return !server.running() && f.stats.finished + f.stats.failed >= g.num_nodes; }, timeout);
+  for (auto& d : f.devices) d->Stop();
+  f.io.restart();
+  f.io.run_for(milliseconds(500));
+  ASSERT_TRUE(ended) << "finished " << f.stats.finished << ", failed " << f.stats.failed << "\n" << server.LogText();
+  EXPECT_EQ(server.WaitForExit(milliseconds(2000)), std::optional<int>(0)) << server.LogText();
+}
+
+// greedy-init.tsv: device <TAB> kept neighbours, comma separated.
+std::map<uint32_t, std::vector<uint32_t>> ReadKept(const fs::path& path) {
+  std::map<uint32_t, std::vector<uint32_t>> kept;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::string device, list;
+    std::getline(fields, device, '\t');
+    std::getline(fields, list);
+    auto& out = kept[static_cast<uint32_t>(std::stoul(device))];
+    std::istringstream items(list);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      if (!item.empty()) out.push_back(static_cast<uint32_t>(std::stoul(item)));
+    }
+  }
+  return kept;
+}
+
+void ExpectPlaintextGreedyInit(const Fleet& f) {
+  const dataset::Graph& g = f.graph;
+  const auto kept = ReadKept(f.out / "greedy-init.tsv");
+  ASSERT_EQ(kept.size(), g.num_nodes) << "one line per device";
+  size_t compared = 0;
+  for (uint32_t u = 0; u < g.num_nodes; ++u) {
+    const uint32_t du = compare::SecureCompareRole::LogDegree(static_cast<uint32_t>(g.offsets[u + 1] - g.offsets[u]));
+    std::vector<uint32_t> expected;
+    for (uint64_t i = g.offsets[u]; i < g.offsets[u + 1]; ++i) {
+      const uint32_t v = g.neighbours[i];
+      const uint32_t dv = compare::SecureCompareRole::LogDegree(static_cast<uint32_t>(g.offsets[v + 1] - g.offsets[v]));
+      if (dv >= du) expected.push_back(v);
+    }
+    std::sort(expected.begin(), expected.end());
+    auto it = kept.find(u);
+    ASSERT_NE(it, kept.end()) << "device " << u;
+    EXPECT_EQ(it->second, expected) << "device " << u;
+    compared += expected.size();
+  }
+  EXPECT_GT(compared, 0u);
+}
+
+struct Case {
+  const char* dataset;
+  const char* mode;
+  int timeout_s;
+};
+
+class SecureCompareFleetTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SecureCompareFleetTest, GreedyInitialisationEqualsThePlaintextRule) {
+  const Case c = GetParam();
+  Fleet f;
+  RunFleet(
+      f, c.dataset, [&](server::ServerConfig& config) { config.compare_mode = c.mode; },
+      milliseconds(c.timeout_s * 1000));
+  if (HasFatalFailure()) return;
+  const std::string log = f.server->LogText();
+  EXPECT_TRUE(LogHasLine(log, "job_finished", {"kind=secure-compare", "aborted=0"})) << log;
+  EXPECT_EQ(f.stats.compare_aborted.load(), 0u);
+  // Each edge is one session, reported done by both of its parties.
+  EXPECT_EQ(f.stats.compare_done.load(), 2 * f.graph.num_edges);
+  ExpectPlaintextGreedyInit(f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Datasets, SecureCompareFleetTest,
+                         ::testing::Values(Case{"karate", "base", 60}, Case{"karate", "extension", 60},
+                                           Case{"lastfm", "base", 900}),
+                         [](const ::testing::TestParamInfo<Case>& param_info) {
+                           return std::string(param_info.param.dataset) + "_" + param_info.param.mode;
+                         });
+
+}  // namespace
+}  // namespace nodefl::transport_test
