@@ -19,6 +19,12 @@
 
 namespace nodefl::server::jobs {
 
+namespace {
+// Largest truncated mass of a codebook row that still counts as the
+// exponential mechanism (the paper-mode BlogCatalog rows lose ~1e-18).
+constexpr double kMaxHarmlessTruncatedMass = 1e-9;
+}  // namespace
+
 namespace fw = nodefl::fedwalk;
 using State = HctDeviceRecord::State;
 
@@ -449,6 +455,18 @@ void FedWalkHctJob::LogSummary(Logger& log, uint64_t job_id) const {
             {"score_sensitivity", s.score_sensitivity},
             {"epsilon_per_encoding", s.epsilon_per_encoding},
             {"protocol_errors", s.protocol_errors}});
+  // Devices sample the renormalised top-K entries of each Eq. 12 row. When a
+  // row loses real mass to that cut, what they sample is not the
+  // exponential mechanism and epsilon_per_encoding is not a guarantee.
+  if (s.max_truncated_mass > kMaxHarmlessTruncatedMass) {
+    log.Warn("codebook_truncation_breaks_guarantee",
+             {{"job", job_id},
+              {"max_truncated_mass", s.max_truncated_mass},
+              {"codebook_k", uint32_t{params_.codebook_k}},
+              {"encoder", options_.scaled_encoder ? "scaled" : "raw"},
+              {"note", "Eq. 12 rows lost this much mass to the top-K cut: epsilon_per_encoding does not hold; "
+                       "raise fedwalk_codebook_k (near-uniform scaled rows need K close to the vertex count)"}});
+  }
   // The privacy ledger of this phase, per device (what each reported).
   log.Info("privacy_ledger", {{"job", job_id},
                               {"phase", "fedwalk-hct"},
