@@ -16,6 +16,7 @@
 #include <memory>
 #include <numeric>
 #include <sstream>
+#include <thread>
 
 #include "nodefl/compare/compare_role.h"
 #include "nodefl/dataset/graph_dataset.h"
@@ -61,6 +62,13 @@ void RunFleet(Fleet& f, const std::string& dataset_name, const std::function<voi
   config.job_round_deadline_ms = static_cast<uint32_t>(timeout.count());
   config.output_dir = f.out.string();
   config.max_devices = g.num_nodes + 16;
+  // One test thread drives every device: with thousands of them a device
+  // can wait seconds for its turn, which must not count as idle.
+  config.idle_timeout_ms = static_cast<uint32_t>(timeout.count());
+  config.heartbeat_interval_ms = 30000;
+  // Thousands of sessions share the test's one emulator thread, so each
+  // takes about as long as the whole round.
+  config.compare_session_timeout_ms = static_cast<uint32_t>(timeout.count());
   if (tune) tune(config);
   const server::ConfigStatus valid = server::ValidateConfig(config);
   ASSERT_TRUE(valid.ok) << valid.message;
@@ -92,8 +100,15 @@ void RunFleet(Fleet& f, const std::string& dataset_name, const std::function<voi
   }
   for (auto& d : f.devices) d->Start();
   ServerUnderTest& server = *f.server;
+  // A second thread for the devices (each runs on its own strand): the
+  // oblivious transfers' P-256 work is most of the test's time.
+  auto work = asio::make_work_guard(f.io);
+  std::thread second([&f] { f.io.run(); });
   const bool ended = RunUntil(
       f.io, [&] { return !server.running() && f.stats.finished + f.stats.failed >= g.num_nodes; }, timeout);
+  work.reset();
+  f.io.stop();
+  second.join();
   for (auto& d : f.devices) d->Stop();
   f.io.restart();
   f.io.run_for(milliseconds(500));

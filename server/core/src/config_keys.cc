@@ -76,7 +76,7 @@ constexpr std::array kKeys = {
     KeySpec{"fedwalk_window", &C::fedwalk_window, "fedwalk SkipGram window"},
     KeySpec{"fedwalk_negative", &C::fedwalk_negative, "fedwalk SkipGram negative samples"},
     KeySpec{"fedwalk_seed", &C::fedwalk_seed, "fedwalk seed of walk order and training (0 = random)"},
-    KeySpec{"compare_width", &C::compare_width, "secure-compare bits per compared value (1..32)"},
+    KeySpec{"compare_width", &C::compare_width, "secure-compare bits per compared value (1..32; default 5 holds round(ln degree))"},
     KeySpec{"compare_digit_bits", &C::compare_digit_bits,
             "secure-compare digit size in bits (0 = whole value up to 8 bits, else 4; at most 8)"},
     KeySpec{"compare_mode", &C::compare_mode, "secure-compare oblivious transfers: base or extension (IKNP)"},

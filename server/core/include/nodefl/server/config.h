@@ -97,7 +97,9 @@ struct ServerConfig {
   uint64_t fedwalk_seed = 0;               // 0: random
   // secure-compare (sdk/compare/.../compare_job_format.h): Lumos's greedy
   // initialisation, one secure comparison per edge.
-  uint32_t compare_width = 8;                   // bits per compared value (1..32)
+  // Bits per compared value (1..32). 5 holds round(ln d) for any 32-bit
+  // degree d (at most 22), the greedy initialisation's value.
+  uint32_t compare_width = 5;
   uint32_t compare_digit_bits = 0;              // 0: the plan's default (0..8)
   std::string compare_mode = "base";            // base | extension (IKNP)
   std::string compare_value = "log-degree";     // log-degree (round(ln deg)) | degree
