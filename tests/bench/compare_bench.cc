@@ -151,8 +151,8 @@ int main(int argc, char** argv) {
       repeat = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
     } else if (arg == "--modes") {
       modes.clear();
-      for (const std::string m : {std::string("base"), std::string("extension")}) {
-        if (std::strstr(v, m.c_str()) != nullptr) modes.push_back(m == "base" ? OtMode::kBase : OtMode::kExtension);
+      for (const char* m : {"base", "extension"}) {
+        if (std::strstr(v, m) != nullptr) modes.push_back(std::strcmp(m, "base") == 0 ? OtMode::kBase : OtMode::kExtension);
       }
     } else {
       std::fprintf(stderr, "nodefl-compare-bench: unknown argument '%s' (see --help)\n", arg.c_str());
