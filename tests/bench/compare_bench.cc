@@ -7,10 +7,14 @@
 // same binary runs under qemu-aarch64 (docs/secure-comparison.md).
 #include <time.h>
 
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nodefl/compare/comparison_plan.h"
@@ -99,6 +103,99 @@ bool Run(uint32_t width, uint32_t count, OtMode mode, uint64_t seed, Measured* m
   return true;
 }
 
+// --threaded: each party on its own thread (party A's thread is created
+// first), messages through in-memory queues, so that a per-thread counter
+// (the qemu plugin of compare-insn-count.sh) sees each party apart.
+struct Channel {
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<std::vector<uint8_t>> queue;
+  bool closed = false;
+};
+
+void PartyLoop(ComparisonSession& me, Channel& in, Channel& out, size_t max_message) {
+  std::vector<uint8_t> buffer(max_message);
+  while (true) {
+    while (true) {
+      const Result<size_t> n = me.NextMessage(buffer);
+      if (!n.ok() || n.value() == 0) break;
+      std::lock_guard<std::mutex> lock(out.mutex);
+      out.queue.emplace_back(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(n.value()));
+      out.ready.notify_one();
+    }
+    if (me.state() != ComparisonSession::State::kRunning) break;
+    std::vector<uint8_t> message;
+    {
+      std::unique_lock<std::mutex> lock(in.mutex);
+      in.ready.wait(lock, [&] { return !in.queue.empty() || in.closed; });
+      if (in.queue.empty()) {
+        me.Abort(Status::Aborted());
+        break;
+      }
+      message = std::move(in.queue.front());
+      in.queue.pop_front();
+    }
+    (void)me.OnMessage(message);
+  }
+  std::lock_guard<std::mutex> lock(out.mutex);
+  out.closed = true;
+  out.ready.notify_one();
+}
+
+bool RunThreaded(uint32_t width, uint32_t count, OtMode mode, uint64_t seed) {
+  RunShape shape;
+  auto plan = PlanComparison(width);
+  if (!plan.ok()) return false;
+  shape.plan = plan.value();
+  shape.count = count;
+  shape.mode = mode;
+  shape.max_message_bytes = 4068;
+  std::vector<ComparisonSlot> slots_a(count), slots_b(count);
+  std::vector<uint8_t> tables(size_t{count} * shape.plan.table_bytes());
+  ComparisonSession a(ComparisonStorage{Span<ComparisonSlot>(slots_a), ByteSpan(tables)});
+  ComparisonSession b(ComparisonStorage{Span<ComparisonSlot>(slots_b), ByteSpan()});
+  Drbg rng_a, rng_b, inputs;
+  if (!rng_a.SeedDeterministic(seed, 1).ok() || !rng_b.SeedDeterministic(seed, 2).ok() ||
+      !inputs.SeedDeterministic(seed, 3).ok()) {
+    return false;
+  }
+  std::vector<uint32_t> x(count), y(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    x[i] = inputs.NextU32() & shape.plan.MaxValue();
+    y[i] = inputs.NextU32() & shape.plan.MaxValue();
+  }
+  ot::OtTag tag;
+  Channel to_a, to_b;
+  bool started_a = false, started_b = false;
+  std::thread ta([&] {
+    started_a = a.Start(Role::kA, shape, tag, x, &tls::DrbgRandom, &rng_a).ok();
+    if (started_a) {
+      PartyLoop(a, to_a, to_b, shape.max_message_bytes);
+    } else {
+      std::lock_guard<std::mutex> lock(to_b.mutex);
+      to_b.closed = true;
+      to_b.ready.notify_one();
+    }
+  });
+  std::thread tb([&] {
+    started_b = b.Start(Role::kB, shape, tag, y, &tls::DrbgRandom, &rng_b).ok();
+    if (started_b) {
+      PartyLoop(b, to_b, to_a, shape.max_message_bytes);
+    } else {
+      std::lock_guard<std::mutex> lock(to_a.mutex);
+      to_a.closed = true;
+      to_a.ready.notify_one();
+    }
+  });
+  ta.join();
+  tb.join();
+  if (!a.done() || !b.done()) return false;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (a.greater(i) != (x[i] > y[i]) || b.equal(i) != (x[i] == y[i])) return false;
+  }
+  return true;
+}
+
 void PrintHelp() {
   std::puts(
       "usage: nodefl-compare-bench [--widths 4,8,16,32] [--batch N] [--repeat R] [--modes base,extension]\n"
@@ -108,7 +205,13 @@ void PrintHelp() {
       "comparison (bytes, messages), the flights of the run (changes of direction;\n"
       "round trips = flights / 2) and CPU time per comparison for each party.\n"
       "Single comparisons are repeated R times (default 20) and averaged.\n"
-      "Every result is checked against the plaintext comparison.");
+      "Every result is checked against the plaintext comparison.\n"
+      "\n"
+      "  --threaded   run one width, mode and batch (the first of each list; --batch N\n"
+      "               or 1 with --single) with each party on its own thread, party A's\n"
+      "               created first, and print only whether it succeeded (for per-thread\n"
+      "               instruction counts under qemu: tests/bench/compare-insn-count.sh)\n"
+      "  --single     with --threaded: a single comparison instead of the batch");
 }
 
 std::vector<uint32_t> ParseList(const char* s) {
@@ -132,11 +235,16 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> widths = {4, 8, 16, 32};
   uint32_t batch = 1000, repeat = 20;
   std::vector<OtMode> modes = {OtMode::kBase, OtMode::kExtension};
+  bool threaded = false, single = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       PrintHelp();
       return 0;
+    }
+    if (arg == "--threaded" || arg == "--single") {
+      (arg == "--threaded" ? threaded : single) = true;
+      continue;
     }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "nodefl-compare-bench: %s needs a value (see --help)\n", arg.c_str());
@@ -168,6 +276,13 @@ int main(int argc, char** argv) {
   if (batch < 1 || batch > 65535 || repeat < 1 || modes.empty()) {
     std::fprintf(stderr, "nodefl-compare-bench: --batch 1..65535, --repeat >= 1, --modes base and/or extension\n");
     return 2;
+  }
+  if (threaded) {
+    const uint32_t n = single ? 1 : batch;
+    const bool ok = RunThreaded(widths[0], n, modes[0], 1000);
+    std::printf("threaded run: mode %s, width %u, batch %u: %s\n", modes[0] == OtMode::kBase ? "base" : "extension",
+                widths[0], n, ok ? "correct" : "FAILED");
+    return ok ? 0 : 1;
   }
   std::printf("%-9s %5s %6s | %10s %10s | %7s %7s | %7s | %11s %11s\n", "mode", "width", "batch", "A bytes/cmp",
               "B bytes/cmp", "A msgs", "B msgs", "flights", "A cpu us/cmp", "B cpu us/cmp");
