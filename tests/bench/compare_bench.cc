@@ -41,31 +41,63 @@ struct Measured {
   bool correct = true;
 };
 
-bool Run(uint32_t width, uint32_t count, OtMode mode, uint64_t seed, Measured* m) {
+// Both parties of one run: storage, sessions, DRBGs and inputs (a quarter
+// of the pairs equal).
+struct Pair {
+  Pair(uint32_t width, uint32_t count, OtMode mode, uint64_t seed)
+      : slots_a(count), slots_b(count) {
+    auto plan = PlanComparison(width);
+    ok = plan.ok() && rng_a.SeedDeterministic(seed, 1).ok() && rng_b.SeedDeterministic(seed, 2).ok() &&
+         inputs.SeedDeterministic(seed, 3).ok();
+    if (!ok) return;
+    shape.plan = plan.value();
+    shape.count = count;
+    shape.mode = mode;
+    shape.reveal = true;
+    shape.max_message_bytes = 4068;  // a sealed relay message's plaintext, less the session id
+    tables.resize(size_t{count} * shape.plan.table_bytes());
+    ok = a.SetStorage(ComparisonStorage{Span<ComparisonSlot>(slots_a), ByteSpan(tables)}).ok() &&
+         b.SetStorage(ComparisonStorage{Span<ComparisonSlot>(slots_b), ByteSpan()}).ok();
+    x.resize(count);
+    y.resize(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      x[i] = inputs.NextU32() & shape.plan.MaxValue();
+      y[i] = (i % 4 == 0) ? x[i] : inputs.NextU32() & shape.plan.MaxValue();
+    }
+    tag.bytes[0] = static_cast<uint8_t>(seed);
+  }
+  bool Correct() const {
+    if (!a.done() || !b.done()) return false;
+    for (uint32_t i = 0; i < shape.count; ++i) {
+      if (a.greater(i) != (x[i] > y[i]) || a.equal(i) != (x[i] == y[i]) || b.greater(i) != (x[i] > y[i]) ||
+          b.equal(i) != (x[i] == y[i])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  bool ok = false;
   RunShape shape;
-  auto plan = PlanComparison(width);
-  if (!plan.ok()) return false;
-  shape.plan = plan.value();
-  shape.count = count;
-  shape.mode = mode;
-  shape.reveal = true;
-  shape.max_message_bytes = 4068;  // a sealed relay message's plaintext, less the session id
-  std::vector<ComparisonSlot> slots_a(count), slots_b(count);
-  std::vector<uint8_t> tables(size_t{count} * shape.plan.table_bytes());
-  ComparisonSession a(ComparisonStorage{Span<ComparisonSlot>(slots_a), ByteSpan(tables)});
-  ComparisonSession b(ComparisonStorage{Span<ComparisonSlot>(slots_b), ByteSpan()});
+  std::vector<ComparisonSlot> slots_a, slots_b;
+  std::vector<uint8_t> tables;
+  ComparisonSession a, b;
   Drbg rng_a, rng_b, inputs;
-  if (!rng_a.SeedDeterministic(seed, 1).ok() || !rng_b.SeedDeterministic(seed, 2).ok() ||
-      !inputs.SeedDeterministic(seed, 3).ok()) {
-    return false;
-  }
-  std::vector<uint32_t> x(count), y(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    x[i] = inputs.NextU32() & shape.plan.MaxValue();
-    y[i] = (i % 4 == 0) ? x[i] : inputs.NextU32() & shape.plan.MaxValue();
-  }
+  std::vector<uint32_t> x, y;
   ot::OtTag tag;
-  tag.bytes[0] = static_cast<uint8_t>(seed);
+};
+
+bool Run(uint32_t width, uint32_t count, OtMode mode, uint64_t seed, Measured* m) {
+  Pair pair(width, count, mode, seed);
+  if (!pair.ok) return false;
+  const RunShape& shape = pair.shape;
+  ComparisonSession& a = pair.a;
+  ComparisonSession& b = pair.b;
+  const ot::OtTag& tag = pair.tag;
+  Drbg& rng_a = pair.rng_a;
+  Drbg& rng_b = pair.rng_b;
+  const std::vector<uint32_t>& x = pair.x;
+  const std::vector<uint32_t>& y = pair.y;
   ComparisonSession* party[2] = {&a, &b};
   double t = CpuSeconds();
   if (!a.Start(Role::kA, shape, tag, x, &tls::DrbgRandom, &rng_a).ok()) return false;
@@ -96,10 +128,7 @@ bool Run(uint32_t width, uint32_t count, OtMode mode, uint64_t seed, Measured* m
     }
   }
   if (!a.done() || !b.done()) return false;
-  for (uint32_t i = 0; i < count; ++i) {
-    m->correct = m->correct && a.greater(i) == (x[i] > y[i]) && a.equal(i) == (x[i] == y[i]) &&
-                 b.greater(i) == (x[i] > y[i]) && b.equal(i) == (x[i] == y[i]);
-  }
+  m->correct = m->correct && pair.Correct();
   return true;
 }
 
@@ -143,28 +172,16 @@ void PartyLoop(ComparisonSession& me, Channel& in, Channel& out, size_t max_mess
 }
 
 bool RunThreaded(uint32_t width, uint32_t count, OtMode mode, uint64_t seed) {
-  RunShape shape;
-  auto plan = PlanComparison(width);
-  if (!plan.ok()) return false;
-  shape.plan = plan.value();
-  shape.count = count;
-  shape.mode = mode;
-  shape.max_message_bytes = 4068;
-  std::vector<ComparisonSlot> slots_a(count), slots_b(count);
-  std::vector<uint8_t> tables(size_t{count} * shape.plan.table_bytes());
-  ComparisonSession a(ComparisonStorage{Span<ComparisonSlot>(slots_a), ByteSpan(tables)});
-  ComparisonSession b(ComparisonStorage{Span<ComparisonSlot>(slots_b), ByteSpan()});
-  Drbg rng_a, rng_b, inputs;
-  if (!rng_a.SeedDeterministic(seed, 1).ok() || !rng_b.SeedDeterministic(seed, 2).ok() ||
-      !inputs.SeedDeterministic(seed, 3).ok()) {
-    return false;
-  }
-  std::vector<uint32_t> x(count), y(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    x[i] = inputs.NextU32() & shape.plan.MaxValue();
-    y[i] = inputs.NextU32() & shape.plan.MaxValue();
-  }
-  ot::OtTag tag;
+  Pair pair(width, count, mode, seed);
+  if (!pair.ok) return false;
+  const RunShape& shape = pair.shape;
+  ComparisonSession& a = pair.a;
+  ComparisonSession& b = pair.b;
+  const ot::OtTag& tag = pair.tag;
+  Drbg& rng_a = pair.rng_a;
+  Drbg& rng_b = pair.rng_b;
+  const std::vector<uint32_t>& x = pair.x;
+  const std::vector<uint32_t>& y = pair.y;
   Channel to_a, to_b;
   bool started_a = false, started_b = false;
   std::thread ta([&] {
@@ -189,11 +206,7 @@ bool RunThreaded(uint32_t width, uint32_t count, OtMode mode, uint64_t seed) {
   });
   ta.join();
   tb.join();
-  if (!a.done() || !b.done()) return false;
-  for (uint32_t i = 0; i < count; ++i) {
-    if (a.greater(i) != (x[i] > y[i]) || b.equal(i) != (x[i] == y[i])) return false;
-  }
-  return true;
+  return pair.Correct();
 }
 
 void PrintHelp() {

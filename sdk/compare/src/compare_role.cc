@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/roles/peer_key_requests.h"
 #include "nodefl/seal/job_keys.h"
 #include "nodefl/wire/envelope_codec.h"
 #include "nodefl/wire/sha256_compat.h"
@@ -318,23 +319,8 @@ Status SecureCompareRole::OnMessage(const nodefl_wire_Envelope& message, device:
 }
 
 Status SecureCompareRole::SendKeyRequests(device::DeviceSession& session) {
-  while (request_cursor_ < peers_.size() && session.CanSend() &&
-         outstanding_requests_ < kCompareMaxOutstandingKeyRequests) {
-    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, 1);
-    nodefl_wire_PeerKeyRequest& req = m.body.peer_key_request;
-    const size_t capacity = sizeof(req.device_ids) / sizeof(req.device_ids[0]);
-    while (request_cursor_ < peers_.size() && req.device_ids_count < capacity &&
-           outstanding_requests_ < kCompareMaxOutstandingKeyRequests) {
-      ComparePeer& p = peers_[request_cursor_++];
-      if (p.key_requested) continue;
-      p.key_requested = true;
-      ++outstanding_requests_;
-      req.device_ids[req.device_ids_count++] = p.id;
-    }
-    if (req.device_ids_count == 0) break;
-    NODEFL_TRY(session.Send(m));
-  }
-  return Status::Ok();
+  return roles::SendPeerKeyRequests(session, job_id_, 1, peers_, &request_cursor_, &outstanding_requests_,
+                                    kCompareMaxOutstandingKeyRequests);
 }
 
 Status SecureCompareRole::SendSessionRequests(device::DeviceSession& session) {

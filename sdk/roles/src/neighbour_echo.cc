@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "nodefl/roles/peer_key_requests.h"
 #include "nodefl/seal/job_keys.h"
 #include "nodefl/seal/peer_certificate.h"
 #include "nodefl/seal/seal.h"
@@ -231,23 +232,8 @@ Status NeighbourEchoRole::OnMessage(const nodefl_wire_Envelope& message, device:
 }
 
 Status NeighbourEchoRole::SendKeyRequests(device::DeviceSession& session) {
-  while (request_cursor_ < peers_.size() && session.CanSend() &&
-         outstanding_requests_ < kEchoMaxOutstandingKeyRequests) {
-    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, 1);
-    nodefl_wire_PeerKeyRequest& req = m.body.peer_key_request;
-    const size_t capacity = sizeof(req.device_ids) / sizeof(req.device_ids[0]);
-    while (request_cursor_ < peers_.size() && req.device_ids_count < capacity &&
-           outstanding_requests_ < kEchoMaxOutstandingKeyRequests) {
-      EchoPeer& p = peers_[request_cursor_++];
-      if (p.key_requested) continue;
-      p.key_requested = true;
-      ++outstanding_requests_;
-      req.device_ids[req.device_ids_count++] = p.id;
-    }
-    if (req.device_ids_count == 0) break;
-    NODEFL_TRY(session.Send(m));
-  }
-  return Status::Ok();
+  return SendPeerKeyRequests(session, job_id_, 1, peers_, &request_cursor_, &outstanding_requests_,
+                             kEchoMaxOutstandingKeyRequests);
 }
 
 Status NeighbourEchoRole::SendSealed(device::DeviceSession& session) {
