@@ -174,20 +174,12 @@ void PartyLoop(ComparisonSession& me, Channel& in, Channel& out, size_t max_mess
 bool RunThreaded(uint32_t width, uint32_t count, OtMode mode, uint64_t seed) {
   Pair pair(width, count, mode, seed);
   if (!pair.ok) return false;
-  const RunShape& shape = pair.shape;
-  ComparisonSession& a = pair.a;
-  ComparisonSession& b = pair.b;
-  const ot::OtTag& tag = pair.tag;
-  Drbg& rng_a = pair.rng_a;
-  Drbg& rng_b = pair.rng_b;
-  const std::vector<uint32_t>& x = pair.x;
-  const std::vector<uint32_t>& y = pair.y;
   Channel to_a, to_b;
   bool started_a = false, started_b = false;
   std::thread ta([&] {
-    started_a = a.Start(Role::kA, shape, tag, x, &tls::DrbgRandom, &rng_a).ok();
+    started_a = pair.a.Start(Role::kA, pair.shape, pair.tag, pair.x, &tls::DrbgRandom, &pair.rng_a).ok();
     if (started_a) {
-      PartyLoop(a, to_a, to_b, shape.max_message_bytes);
+      PartyLoop(pair.a, to_a, to_b, pair.shape.max_message_bytes);
     } else {
       std::lock_guard<std::mutex> lock(to_b.mutex);
       to_b.closed = true;
@@ -195,9 +187,9 @@ bool RunThreaded(uint32_t width, uint32_t count, OtMode mode, uint64_t seed) {
     }
   });
   std::thread tb([&] {
-    started_b = b.Start(Role::kB, shape, tag, y, &tls::DrbgRandom, &rng_b).ok();
+    started_b = pair.b.Start(Role::kB, pair.shape, pair.tag, pair.y, &tls::DrbgRandom, &pair.rng_b).ok();
     if (started_b) {
-      PartyLoop(b, to_b, to_a, shape.max_message_bytes);
+      PartyLoop(pair.b, to_b, to_a, pair.shape.max_message_bytes);
     } else {
       std::lock_guard<std::mutex> lock(to_a.mutex);
       to_a.closed = true;

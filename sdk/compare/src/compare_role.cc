@@ -408,12 +408,9 @@ Status SecureCompareRole::SendResult(CompareContext& c, device::DeviceSession& s
 }
 
 void SecureCompareRole::OnSessionRestart(bool) {
+  // Certificate requests in flight died with the old connection.
   if (phase_ == Phase::kKeys) {
-    for (ComparePeer& p : peers_) {
-      if (p.key_requested && !p.key_answered) p.key_requested = false;
-    }
-    request_cursor_ = 0;
-    outstanding_requests_ = 0;
+    roles::ForgetUnansweredPeerKeyRequests(peers_, &request_cursor_, &outstanding_requests_);
   }
   if (last_report_round_ != 0) resend_report_ = true;
 }

@@ -181,8 +181,7 @@ Status ComparisonSession::ChoiceBits(uint64_t first_ot, uint32_t count, uint8_t*
       if (o < p.width) {
         // Digit d's bit b: bit b of the digit value (the digit is laid out
         // from its lowest bit).
-        uint32_t d = 0;
-        while (d + 1 < p.digits && p.FirstOt(d + 1) <= o) ++d;
+        const uint32_t d = p.DigitOfOt(o);
         choice = ((p.Digit(slots_[i].value, d) >> (o - p.FirstOt(d))) & 1u) != 0;
       } else {
         choice = ot::GetBit(ConstByteSpan(random_bits, sizeof(random_bits)), k % (8 * sizeof(random_bits)));
@@ -490,8 +489,7 @@ Status ComparisonSession::SenderOt(uint64_t g, const ot::OtKey& k0, const ot::Ot
   const uint32_t o = static_cast<uint32_t>(g % p.ots);
   ComparisonSlot& s = slots_[i];
   if (o < p.width) {
-    uint32_t d = 0;
-    while (d + 1 < p.digits && p.FirstOt(d + 1) <= o) ++d;
+    const uint32_t d = p.DigitOfOt(o);
     const uint32_t b = o - p.FirstOt(d);
     digit_keys0_[b] = k0;
     digit_keys1_[b] = k1;
@@ -521,8 +519,7 @@ Status ComparisonSession::ReceiverOt(uint64_t g, bool choice, const ot::OtKey& k
   const uint32_t o = static_cast<uint32_t>(g % p.ots);
   ComparisonSlot& s = slots_[i];
   if (o < p.width) {
-    uint32_t d = 0;
-    while (d + 1 < p.digits && p.FirstOt(d + 1) <= o) ++d;
+    const uint32_t d = p.DigitOfOt(o);
     const uint32_t b = o - p.FirstOt(d);
     digit_keys0_[b] = key;
     if (b + 1 == p.DigitBits(d)) {

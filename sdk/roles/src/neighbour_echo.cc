@@ -268,13 +268,7 @@ Status NeighbourEchoRole::SendSealed(device::DeviceSession& session) {
 void NeighbourEchoRole::OnSessionRestart(bool /*resumed*/) {
   // Certificate requests and answers in flight died with the old
   // connection: ask again for every neighbour still unanswered.
-  if (phase_ == Phase::kKeys) {
-    for (EchoPeer& p : peers_) {
-      if (p.key_requested && !p.key_answered) p.key_requested = false;
-    }
-    request_cursor_ = 0;
-    outstanding_requests_ = 0;
-  }
+  if (phase_ == Phase::kKeys) ForgetUnansweredPeerKeyRequests(peers_, &request_cursor_, &outstanding_requests_);
   // A report may not have reached the server: repeat the latest one.
   if (last_report_round_ != 0) resend_report_ = true;
 }

@@ -48,6 +48,12 @@ struct ComparisonPlan {
   // First OT of digit d within a comparison (digits are laid out from the
   // most significant; bit b of the digit is OT FirstOt(d) + b).
   uint16_t FirstOt(uint32_t d) const { return d == 0 ? 0 : static_cast<uint16_t>(top_digit_bits + (d - 1) * digit_bits); }
+  // The digit whose bits OT `o` (< width) chooses.
+  uint32_t DigitOfOt(uint32_t o) const {
+    uint32_t d = 0;
+    while (d + 1 < digits && FirstOt(d + 1) <= o) ++d;
+    return d;
+  }
   // Digit d of v.
   uint32_t Digit(uint32_t v, uint32_t d) const {
     const uint32_t shift = (digits - 1 - d) * digit_bits;

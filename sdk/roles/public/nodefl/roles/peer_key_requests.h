@@ -3,7 +3,7 @@
 // Asking the server for neighbours' certificates (PeerKeyRequest, up to its
 // capacity of ids per message), shared by the roles that key every
 // neighbour before a job's exchange (neighbour echo, secure compare).
-// `Peer` needs `id` and `key_requested`; the walk role keys on demand
+// `Peer` needs `id`, `key_requested` and `key_answered`; the walk role keys on demand
 // (fedwalk/walk_peers.h) and does not use this.
 #pragma once
 
@@ -37,6 +37,17 @@ Status SendPeerKeyRequests(device::DeviceSession& session, uint64_t job_id, uint
     NODEFL_TRY(session.Send(m));
   }
   return Status::Ok();
+}
+
+// The connection broke: requests in flight and their answers are lost.
+// Unanswered peers (`key_answered` false) are asked again from the start.
+template <typename Peer>
+void ForgetUnansweredPeerKeyRequests(Span<Peer> peers, size_t* cursor, uint32_t* outstanding) {
+  for (Peer& p : peers) {
+    if (p.key_requested && !p.key_answered) p.key_requested = false;
+  }
+  *cursor = 0;
+  *outstanding = 0;
 }
 
 }  // namespace nodefl::roles
