@@ -116,6 +116,29 @@ TEST(DrbgTest, DoublesStayInRangeAndHaveUniformMoments) {
   EXPECT_TRUE(std::isfinite(std::log(min_open)));
 }
 
+TEST(DrbgTest, OpenDoubleExtremesLieStrictlyInsideTheUnitInterval) {
+  // The two extreme draws, computed exactly: 2^-53 and 1 - 2^-53.
+  EXPECT_EQ(Drbg::OpenUnitFromBits(0), 0x1.0p-53);
+  EXPECT_EQ(Drbg::OpenUnitFromBits(UINT64_MAX), 1.0 - 0x1.0p-53);
+  EXPECT_LT(Drbg::OpenUnitFromBits(UINT64_MAX), 1.0);
+  EXPECT_EQ(Drbg::OpenUnitFromBits(0) + Drbg::OpenUnitFromBits(UINT64_MAX), 1.0);  // symmetric
+  // Only the top 52 bits count; the next value up is (1 + 1/2) 2^-52.
+  EXPECT_EQ(Drbg::OpenUnitFromBits(0xFFF), Drbg::OpenUnitFromBits(0));
+  EXPECT_EQ(Drbg::OpenUnitFromBits(uint64_t{1} << 12), 3 * 0x1.0p-53);
+  EXPECT_TRUE(std::isfinite(std::log(Drbg::OpenUnitFromBits(0))));
+  EXPECT_TRUE(std::isfinite(std::log1p(-Drbg::OpenUnitFromBits(UINT64_MAX))));
+  // The former map, (k + 1/2) 2^-53 with 53 bits, fails the check above:
+  // k + 1/2 = 2^53 - 1/2 needs 54 significant bits and rounds up to 2^53.
+  const auto former = [](uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53; };
+  EXPECT_EQ(former(UINT64_MAX), 1.0);
+
+  // UniformOpenDouble is that map applied to one NextU64 draw.
+  Drbg a, b;
+  ASSERT_TRUE(a.SeedDeterministic(13).ok());
+  ASSERT_TRUE(b.SeedDeterministic(13).ok());
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(a.UniformOpenDouble(), Drbg::OpenUnitFromBits(b.NextU64()));
+}
+
 TEST(DrbgTest, BernoulliFrequencies) {
   Drbg rng;
   ASSERT_TRUE(rng.SeedDeterministic(11).ok());

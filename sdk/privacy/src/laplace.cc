@@ -10,7 +10,7 @@ namespace nodefl {
 double SampleLaplace(Drbg& rng, double scale) {
   NODEFL_CHECK(std::isfinite(scale) && scale > 0.0);
   // |X| ~ Exp(1/scale) and the sign is a separate fair bit: that keeps the
-  // whole 53-bit resolution of U for the magnitude, where the one-uniform
+  // whole 52-bit resolution of U for the magnitude, where the one-uniform
   // inverse CDF would spend one of those bits on the sign.
   const double magnitude = -std::log(rng.UniformOpenDouble()) * scale;
   const bool negative = (rng.NextU32() & 1u) != 0;

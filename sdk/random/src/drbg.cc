@@ -145,10 +145,16 @@ double Drbg::UniformDouble() {
   return static_cast<double>(NextU64() >> 11) * 0x1.0p-53;
 }
 
-double Drbg::UniformOpenDouble() {
-  // (k + 0.5) / 2^53 for k uniform on [0, 2^53): symmetric, never 0 or 1.
-  return (static_cast<double>(NextU64() >> 11) + 0.5) * 0x1.0p-53;
+double Drbg::OpenUnitFromBits(uint64_t bits) {
+  // (k + 0.5) / 2^52 for k = the top 52 bits. k + 0.5 < 2^52 needs 53
+  // significant bits, which a double has, so the sum is exact and the
+  // result lies in [2^-53, 1 - 2^-53]: never 0 or 1, symmetric about 1/2.
+  // With 53 bits, k + 0.5 for k = 2^53 - 1 needs 54 bits and rounds (to
+  // even) up to 2^53, i.e. exactly 1.0.
+  return (static_cast<double>(bits >> 12) + 0.5) * 0x1.0p-52;
 }
+
+double Drbg::UniformOpenDouble() { return OpenUnitFromBits(NextU64()); }
 
 bool Drbg::Bernoulli(double p) {
   if (!(p > 0.0)) return false;

@@ -8,7 +8,7 @@
 //
 // Guarantee. Over the reals, value + Lap(0, Delta/epsilon) is epsilon-DP for
 // a query of L1 sensitivity Delta. Computed in IEEE doubles it is NOT exactly
-// epsilon-DP: log() of a 53-bit uniform and the rounding of value + noise
+// epsilon-DP: log() of a 52-bit uniform and the rounding of value + noise
 // leave gaps and irregular low bits in the output, so some outputs are
 // possible for one input and impossible for a neighbouring one (Mironov,
 // "On significance of the least significant bits for differential privacy",

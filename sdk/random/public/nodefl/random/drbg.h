@@ -55,8 +55,13 @@ class Drbg {
   uint64_t UniformBelow(uint64_t bound);
   // Uniform on [0, 1) with 53 random bits.
   double UniformDouble();
-  // Uniform on (0, 1): never 0, so log() of it is finite.
+  // Uniform on the 2^52 midpoints (k + 1/2) 2^-52 of [0, 1): never 0 or 1,
+  // so log() and log1p(-x) of it are finite. 52 bits, not 53: see
+  // OpenUnitFromBits.
   double UniformOpenDouble();
+  // The map UniformOpenDouble applies to one NextU64() draw (its top 52
+  // bits); public so that tests can check the extreme draws exactly.
+  static double OpenUnitFromBits(uint64_t bits);
   // True with probability p (p <= 0: never, p >= 1: always).
   bool Bernoulli(double p);
   // True with probability numerator/denominator, exactly (integer draws only).
