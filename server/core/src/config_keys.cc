@@ -79,7 +79,9 @@ constexpr std::array kKeys = {
     KeySpec{"compare_width", &C::compare_width, "secure-compare bits per compared value (1..32; default 5 holds round(ln degree))"},
     KeySpec{"compare_digit_bits", &C::compare_digit_bits,
             "secure-compare digit size in bits (0 = whole value up to 8 bits, else 4; at most 8)"},
-    KeySpec{"compare_mode", &C::compare_mode, "secure-compare oblivious transfers: base or extension (IKNP)"},
+    KeySpec{"compare_mode", &C::compare_mode,
+            "secure-compare oblivious transfers: base or extension (IKNP without the KOS15 check: semi-honest "
+            "only, a device that deviates from the protocol can learn its peer's value)"},
     KeySpec{"compare_value", &C::compare_value,
             "secure-compare value: log-degree (round(ln deg), Lumos Eq. 15) or degree"},
     KeySpec{"compare_max_sessions", &C::compare_max_sessions,

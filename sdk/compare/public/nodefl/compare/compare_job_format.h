@@ -51,7 +51,7 @@ struct CompareJobParameters {
   uint8_t salt[kCompareSaltBytes] = {};
   uint8_t width = 8;
   uint8_t digit_bits = 0;      // 0: the plan's default
-  OtMode mode = OtMode::kBase;
+  OtMode mode = OtMode::kBase;  // kExtension: semi-honest only (comparison_schedule.h)
   CompareValue value = CompareValue::kLogDegree;
   bool results_public = true;  // devices report the result bits to the server
   uint16_t max_sessions = 4;   // concurrent sessions per device

@@ -46,6 +46,9 @@ enum class MessageType : uint8_t {
 };
 
 enum class Role : uint8_t { kA, kB };
+// kExtension is IKNP without the KOS15 consistency check (ot/iknp.h): B is
+// the extension's receiver, so A's input is protected only from a B that
+// follows the protocol (semi-honest); a deviating B can learn A's digits.
 enum class OtMode : uint8_t { kBase, kExtension };
 
 struct RunShape {

@@ -4,6 +4,19 @@
 // 128 base OTs once per pair and run, then any number of OTs for the cost
 // of symmetric crypto, so public-key work does not grow with the batch.
 //
+// SEMI-HONEST ONLY: this is IKNP without the consistency check of Keller,
+// Orsini and Scholl ("Actively Secure OT Extension with Optimal Overhead",
+// CRYPTO 2015, KOS15). Nothing checks that the receiver used one choice
+// vector r in all 128 columns of u. A receiver that flips r in a column i
+// of its choice makes the sender's keys of that OT depend on s_i; whether
+// the keys are then still usable (a selective failure, visible in how the
+// protocol built on the OTs goes on) tells it s_i, and once it knows s it
+// has BOTH keys of every OT (q_j ^ s). So the sender's secrets are safe only
+// from a receiver that follows the protocol. The receiver's choices stay
+// hidden even from a deviating sender (u is masked by G(k1_i), and the
+// sender holds only one seed of each pair). Where a peer may deviate, use
+// base OTs or add the KOS15 check.
+//
 // Roles are reversed for the base OTs: the extension receiver (who chooses)
 // is the base-OT sender with seed pairs (k0_i, k1_i), i < 128; the
 // extension sender is the base-OT receiver with a random 128-bit s and

@@ -101,7 +101,9 @@ struct ServerConfig {
   // degree d (at most 22), the greedy initialisation's value.
   uint32_t compare_width = 5;
   uint32_t compare_digit_bits = 0;              // 0: the plan's default (0..8)
-  std::string compare_mode = "base";            // base | extension (IKNP)
+  // base | extension (IKNP without the KOS15 consistency check: secure only
+  // against devices that follow the protocol; docs/secure-comparison.md).
+  std::string compare_mode = "base";
   std::string compare_value = "log-degree";     // log-degree (round(ln deg)) | degree
   uint32_t compare_max_sessions = 4;            // concurrent sessions per device
   uint32_t compare_session_timeout_ms = 120000;
