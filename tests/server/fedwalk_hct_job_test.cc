@@ -266,6 +266,60 @@ TEST_P(FedWalkHctJobTest, UploadsOfTheOtherModeOrRoundAreRefused) {
   EXPECT_EQ(job.summary().protocol_errors, 2u);
 }
 
+// Eq. 10 clipped to [-B, 0] (fedwalk_score_clip): the pipeline reports B as
+// the sensitivity and 2·ε·B per raw encoding, ε per scaled one (built in one
+// pass, B being known up front); the raw maximum is still reported. The
+// job passes the option through to its summary.
+TEST_P(FedWalkHctJobTest, ScoreClipMakesTheSensitivityB) {
+  fedwalk::HctPipelineOptions options;
+  options.codebook.epsilon = 2.0;
+  options.codebook.k = 8;
+  const fedwalk::HctPipelineResult raw = fedwalk::RunHctPipeline(sim_.transcript, All(), options);
+  ASSERT_TRUE(raw.error.empty()) << raw.error;
+  ASSERT_GT(raw.max_abs_score, 0.0);
+  EXPECT_EQ(raw.score_sensitivity, raw.max_abs_score);
+  EXPECT_DOUBLE_EQ(raw.epsilon_per_encoding, 2 * 2.0 * raw.max_abs_score);
+
+  // A power of two below the largest score, so that 1/(2B) is exact below.
+  const double clip = std::exp2(std::floor(std::log2(raw.max_abs_score / 4)));
+  options.codebook.score_clip = clip;
+  const fedwalk::HctPipelineResult clipped = fedwalk::RunHctPipeline(sim_.transcript, All(), options);
+  ASSERT_TRUE(clipped.error.empty()) << clipped.error;
+  EXPECT_EQ(clipped.score_sensitivity, clip);
+  EXPECT_EQ(clipped.max_abs_score, raw.max_abs_score);
+  EXPECT_DOUBLE_EQ(clipped.epsilon_per_encoding, 2 * 2.0 * clip);
+
+  options.scaled_encoder = true;
+  const fedwalk::HctPipelineResult scaled = fedwalk::RunHctPipeline(sim_.transcript, All(), options);
+  ASSERT_TRUE(scaled.error.empty()) << scaled.error;
+  EXPECT_EQ(scaled.score_sensitivity, clip);
+  EXPECT_EQ(scaled.epsilon_per_encoding, 2.0);
+  // exp(ε · max(u, -B) / (2B)) is the codebook of ε' = ε / (2B) with the
+  // same clip and no scaling.
+  options.scaled_encoder = false;
+  options.codebook.epsilon = 2.0 / (2 * clip);
+  const fedwalk::HctPipelineResult same = fedwalk::RunHctPipeline(sim_.transcript, All(), options);
+  ASSERT_TRUE(same.error.empty()) << same.error;
+  EXPECT_EQ(*scaled.codebook, *same.codebook);
+
+  // Through the job: the summary carries B.
+  options_.score_clip = clip;
+  FedWalkHctJob job(options_, All());
+  const uint32_t n = graph_.num_nodes;
+  (void)job.Begin(0);
+  for (uint32_t v = 0; v < n; ++v) {
+    job.OnUpload(v, 1, kDegreeVector, VectorBytes(sim_, v), 10);
+    job.OnReport(v, 1, Report(0, 2.0), 10);
+  }
+  for (uint32_t v = 0; v < n; ++v) {
+    job.OnUpload(v, 2, UploadKind(GetParam()), UploadBytes(sim_, v), 20);
+    job.OnReport(v, 2, Report(0, UploadEpsilon(), GetParam() == PrivacyMode::kPaper), 20);
+  }
+  ASSERT_EQ(WaitForPublish(job, 30).size(), 1u) << job.compute_error();
+  EXPECT_EQ(job.summary().score_sensitivity, clip);
+  EXPECT_GT(job.summary().max_abs_score, 0.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, FedWalkHctJobTest, ::testing::Values(PrivacyMode::kStrict, PrivacyMode::kPaper),
                          [](const auto& param_info) { return std::string(PrivacyModeName(param_info.param)); });
 

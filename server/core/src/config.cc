@@ -192,6 +192,10 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
   if (c.fedwalk_encoder != "auto" && c.fedwalk_encoder != "raw" && c.fedwalk_encoder != "scaled") {
     return fail("fedwalk_encoder", "'" + c.fedwalk_encoder + "' is not auto, raw or scaled");
   }
+  // 0 or a bound well inside double's range: the codebook scales by 1/(2B).
+  if (!(c.fedwalk_score_clip == 0 || (c.fedwalk_score_clip >= 1e-6 && c.fedwalk_score_clip <= 1e12))) {
+    return fail("fedwalk_score_clip", "must be 0 (no clip) or a number in 0.000001..1e12");
+  }
   if (c.fedwalk_walk_length < 2 || c.fedwalk_walk_length > 1000) return fail("fedwalk_walk_length", "must be 2..1000");
   if (c.fedwalk_walks_per_vertex == 0) return fail("fedwalk_walks_per_vertex", "must be at least 1");
   if (!(c.fedwalk_p >= 0 && c.fedwalk_p <= 1)) return fail("fedwalk_p", "must be a number in 0..1");

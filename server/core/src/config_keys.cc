@@ -67,6 +67,9 @@ constexpr std::array kKeys = {
     KeySpec{"fedwalk_linkage", &C::fedwalk_linkage, "fedwalk-hct HCT linkage: average, complete or single"},
     KeySpec{"fedwalk_encoder", &C::fedwalk_encoder,
             "Eq. 12 encoder: raw (paper, 2*eps*du per draw), scaled (eps per draw) or auto (by fedwalk_mode)"},
+    KeySpec{"fedwalk_score_clip", &C::fedwalk_score_clip,
+            "clip Eq. 10's score to [-B, 0] with this B, making the score's sensitivity B (0 = no clip, the "
+            "paper's raw score, sensitivity = the run's largest |score|)"},
     KeySpec{"fedwalk_walk_length", &C::fedwalk_walk_length, "fedwalk walk length l (2..1000)"},
     KeySpec{"fedwalk_walks_per_vertex", &C::fedwalk_walks_per_vertex, "fedwalk walks started per vertex (gamma)"},
     KeySpec{"fedwalk_p", &C::fedwalk_p, "fedwalk 2-hop predictor probability p (0..1)"},

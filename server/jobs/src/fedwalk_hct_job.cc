@@ -324,12 +324,14 @@ void FedWalkHctJob::RunCompute() {
   options.codebook.k = params_.codebook_k;
   options.threads = options_.compute_threads;
   options.scaled_encoder = options_.scaled_encoder;
+  options.codebook.score_clip = options_.score_clip;
   fedwalk::HctPipelineResult r = fedwalk::RunHctPipeline(transcript_, leaves_, options, &progress_);
   summary_.seconds_dissimilarity = r.seconds_dissimilarity;
   summary_.seconds_clustering = r.seconds_clustering;
   summary_.seconds_codebook = r.seconds_codebook;
   summary_.dissimilarity_bytes = r.dissimilarity_bytes;
   summary_.score_sensitivity = r.score_sensitivity;
+  summary_.max_abs_score = r.max_abs_score;
   summary_.epsilon_per_encoding = r.epsilon_per_encoding;
   if (r.error.empty()) {
     summary_.max_truncated_mass = r.codebook->max_truncated_mass();
@@ -452,7 +454,9 @@ void FedWalkHctJob::LogSummary(Logger& log, uint64_t job_id) const {
             {"codebook_k", uint32_t{params_.codebook_k}},
             {"max_truncated_mass", s.max_truncated_mass},
             {"encoder", options_.scaled_encoder ? "scaled" : "raw"},
+            {"score_clip", options_.score_clip},
             {"score_sensitivity", s.score_sensitivity},
+            {"max_abs_score", s.max_abs_score},
             {"epsilon_per_encoding", s.epsilon_per_encoding},
             {"protocol_errors", s.protocol_errors}});
   // Devices sample the renormalised top-K entries of each Eq. 12 row. When a

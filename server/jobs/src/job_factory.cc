@@ -68,6 +68,7 @@ std::unique_ptr<Job> MakeJob(const ServerConfig& config, const std::string& stag
     options.output_dir = config.output_dir;
     options.scaled_encoder = config.fedwalk_encoder == "scaled" ||
                              (config.fedwalk_encoder == "auto" && options.params.mode == PrivacyMode::kStrict);
+    options.score_clip = config.fedwalk_score_clip;
     return std::make_unique<FedWalkHctJob>(options, std::move(participants));
   }
   if (stage == "fedwalk-walks") {

@@ -45,12 +45,15 @@ Codebook BuildOrFail(const Job& job, const CodebookOptions& options) {
   return cb.value_or(Codebook{});
 }
 
-// log Pr[x | leaf] + const for every leaf x, straight from Eq. 10-12.
-std::vector<double> LogWeights(const Job& job, uint32_t leaf, double exponent, bool with_lca = true) {
+// log Pr[x | leaf] + const for every leaf x, straight from Eq. 10-12, with
+// the score clipped to [-clip, 0] when clip > 0.
+std::vector<double> LogWeights(const Job& job, uint32_t leaf, double exponent, bool with_lca = true,
+                               double clip = 0) {
   std::vector<double> lw(job.tree.leaf_count());
   for (uint32_t x = 0; x < lw.size(); ++x) {
     const double lca = with_lca ? job.tree.LcaLeafCount(leaf, x) : 1.0;
-    lw[x] = -exponent * double{job.dissim.at(leaf, x)} * lca;
+    const double score = -double{job.dissim.at(leaf, x)} * lca;
+    lw[x] = exponent * (clip > 0 ? std::max(score, -clip) : score);
   }
   return lw;
 }
@@ -104,6 +107,25 @@ std::pair<double, int> PooledChiSquare(const std::vector<double>& observed, cons
   return {nodefl::testing::ChiSquareStatistic(obs, exp), static_cast<int>(obs.size()) - 1};
 }
 
+// Draws from the row of `leaf` through the device's sampler, counted per
+// leaf. Fails the test if a draw is not a leaf's vertex.
+std::vector<double> DrawCounts(const Job& job, const Codebook& cb, uint32_t leaf, int draws, Drbg& rng) {
+  const std::span<const CodebookEntry> row = cb.row(job.tree.leaf_vertex(leaf));
+  std::vector<uint32_t> leaf_of(job.vertex_count, 0xFFFFFFFFu);
+  for (uint32_t x = 0; x < job.tree.leaf_count(); ++x) leaf_of[job.tree.leaf_vertex(x)] = x;
+  std::vector<double> observed(job.tree.leaf_count(), 0.0);
+  for (int i = 0; i < draws; ++i) {
+    const Result<uint32_t> v = nodefl::fedwalk::SampleCodebookRow(row, rng);
+    EXPECT_TRUE(v.ok());
+    if (!v.ok() || v.value() >= job.vertex_count || leaf_of[v.value()] == 0xFFFFFFFFu) {
+      ADD_FAILURE() << "draw " << i << " is not a leaf's vertex";
+      break;
+    }
+    observed[leaf_of[v.value()]] += 1;
+  }
+  return observed;
+}
+
 // K >= m: nothing is truncated and the device's draws must follow Eq. 12.
 TEST(CodebookTest, SamplingMatchesEquation12WhenNothingIsTruncated) {
   constexpr double kEpsilon = 0.3;  // spreads the mass over most of the 12 leaves
@@ -116,20 +138,9 @@ TEST(CodebookTest, SamplingMatchesEquation12WhenNothingIsTruncated) {
   constexpr int kDraws = 200000;
   for (uint32_t leaf : {0u, 5u, 11u}) {
     const uint32_t vertex = job.tree.leaf_vertex(leaf);
-    const std::span<const CodebookEntry> row = cb.row(vertex);
-    ASSERT_EQ(row.size(), 12u);
+    ASSERT_EQ(cb.row(vertex).size(), 12u);
     EXPECT_EQ(cb.truncated_mass(vertex), 0.0);
-    // Count draws per leaf.
-    std::vector<uint32_t> leaf_of(job.vertex_count, 0xFFFFFFFFu);
-    for (uint32_t x = 0; x < 12; ++x) leaf_of[job.tree.leaf_vertex(x)] = x;
-    std::vector<double> observed(12, 0.0);
-    for (int i = 0; i < kDraws; ++i) {
-      const Result<uint32_t> v = nodefl::fedwalk::SampleCodebookRow(row, rng);
-      ASSERT_TRUE(v.ok());
-      ASSERT_LT(v.value(), job.vertex_count);
-      ASSERT_NE(leaf_of[v.value()], 0xFFFFFFFFu);
-      observed[leaf_of[v.value()]] += 1;
-    }
+    const std::vector<double> observed = DrawCounts(job, cb, leaf, kDraws, rng);
     const auto expected_for = [&](bool with_lca) {
       std::vector<double> e = nodefl::testing::NormalizedLogWeights(LogWeights(job, leaf, kEpsilon, with_lca));
       for (double& x : e) x *= kDraws;
@@ -146,10 +157,10 @@ TEST(CodebookTest, SamplingMatchesEquation12WhenNothingIsTruncated) {
 
 // Every row: top-K entries in order, truncated mass = 1 - their exact
 // probability, alias table = their probabilities renormalised.
-void ExpectRowsMatchEquation12(const Job& job, const Codebook& cb, double exponent, uint32_t k) {
+void ExpectRowsMatchEquation12(const Job& job, const Codebook& cb, double exponent, uint32_t k, double clip = 0) {
   for (uint32_t leaf = 0; leaf < job.tree.leaf_count(); ++leaf) {
     SCOPED_TRACE(::testing::Message() << "leaf " << leaf);
-    const std::vector<double> lw = LogWeights(job, leaf, exponent);
+    const std::vector<double> lw = LogWeights(job, leaf, exponent, /*with_lca=*/true, clip);
     const std::vector<double> p = nodefl::testing::NormalizedLogWeights(lw);
     const std::vector<uint32_t> order = ByProbability(job, lw);
     const std::span<const CodebookEntry> row = cb.row(job.tree.leaf_vertex(leaf));
@@ -293,6 +304,61 @@ TEST(CodebookTest, ScoreScaleMultipliesTheScore) {
   EXPECT_FALSE(scaled == BuildOrFail(job, {.epsilon = 0.6, .k = 8}));
 }
 
+// Eq. 10 clipped to [-B, 0]: rows follow exp(eps * max(u, -B)), checked by
+// sampling (chi-square) and exactly, and the reported sensitivity is B.
+TEST(CodebookTest, ClippedScoresFollowTheClippedEquation12AndReportB) {
+  constexpr double kEpsilon = 0.3;
+  constexpr double kClip = 2.0;
+  const Job job = MakeJob(21, 12, 20);
+  // The clip must bite: count the scores below -B.
+  int clipped = 0;
+  for (uint32_t leaf = 0; leaf < 12; ++leaf) {
+    for (double lw : LogWeights(job, leaf, 1.0)) clipped += lw < -kClip;
+  }
+  ASSERT_GT(clipped, 12 * 12 / 4);
+
+  const Codebook cb = BuildOrFail(job, {.epsilon = kEpsilon, .k = 32, .score_clip = kClip});
+  EXPECT_EQ(cb.max_truncated_mass(), 0.0);
+  ExpectRowsMatchEquation12(job, cb, kEpsilon, 32, kClip);
+  Drbg rng;
+  test::Seed(rng, 271828);
+  constexpr int kDraws = 200000;
+  for (uint32_t leaf : {0u, 6u, 11u}) {
+    const std::vector<double> observed = DrawCounts(job, cb, leaf, kDraws, rng);
+    const auto expected_for = [&](double clip) {
+      std::vector<double> e =
+          nodefl::testing::NormalizedLogWeights(LogWeights(job, leaf, kEpsilon, /*with_lca=*/true, clip));
+      for (double& x : e) x *= kDraws;
+      return e;
+    };
+    const auto [stat, df] = PooledChiSquare(observed, expected_for(kClip));
+    EXPECT_LT(stat, nodefl::testing::ChiSquareCritical(df)) << "leaf " << leaf;
+    // Power: the same draws reject the unclipped score (a clip option that
+    // is accepted but ignored) and a clip at a different bound.
+    const auto [raw, raw_df] = PooledChiSquare(observed, expected_for(0));
+    EXPECT_GT(raw, nodefl::testing::ChiSquareCritical(raw_df)) << "leaf " << leaf;
+    const auto [other, other_df] = PooledChiSquare(observed, expected_for(1.5 * kClip));
+    EXPECT_GT(other, nodefl::testing::ChiSquareCritical(other_df)) << "leaf " << leaf;
+  }
+
+  // Sensitivity: B with the clip, the largest raw |u| without; the raw
+  // maximum is still measured (before clipping).
+  const Codebook raw = BuildOrFail(job, {.epsilon = kEpsilon, .k = 32});
+  double largest = 0;
+  for (uint32_t leaf = 0; leaf < 12; ++leaf) {
+    for (double lw : LogWeights(job, leaf, 1.0)) largest = std::max(largest, -lw);
+  }
+  EXPECT_NEAR(raw.max_abs_score(), largest, 1e-12 * largest);
+  EXPECT_EQ(raw.score_sensitivity(), raw.max_abs_score());
+  EXPECT_EQ(cb.score_sensitivity(), kClip);
+  EXPECT_EQ(cb.max_abs_score(), raw.max_abs_score());
+  // A bound above every score clips nothing, but B is still what was
+  // declared and what the accounting uses.
+  const Codebook loose = BuildOrFail(job, {.epsilon = kEpsilon, .k = 32, .score_clip = 2 * largest});
+  EXPECT_EQ(loose, raw);
+  EXPECT_EQ(loose.score_sensitivity(), 2 * largest);
+}
+
 TEST(CodebookTest, BuildRejectsBadInput) {
   const Job job = MakeJob(18, 8, 10);
   const auto builds = [&](const CondensedMatrix& d, uint32_t vertex_count, const CodebookOptions& o) {
@@ -315,6 +381,9 @@ TEST(CodebookTest, BuildRejectsBadInput) {
   EXPECT_FALSE(builds(job.dissim, 10, {.epsilon = NAN}));
   EXPECT_FALSE(builds(job.dissim, 10, {.score_scale = -1}));
   EXPECT_FALSE(builds(job.dissim, 10, {.epsilon = 1e300, .score_scale = 1e300}));
+  EXPECT_FALSE(builds(job.dissim, 10, {.score_clip = -1}));
+  EXPECT_FALSE(builds(job.dissim, 10, {.score_clip = NAN}));
+  EXPECT_FALSE(builds(job.dissim, 10, {.score_clip = INFINITY}));
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ namespace {
 
 bool OptionsValid(const CodebookOptions& o) {
   return std::isfinite(o.epsilon) && o.epsilon > 0 && std::isfinite(o.score_scale) && o.score_scale > 0 &&
-         std::isfinite(o.epsilon * o.score_scale) && o.k >= 1 && o.k <= nodefl::fedwalk::kMaxCodebookK &&
+         std::isfinite(o.epsilon * o.score_scale) && std::isfinite(o.score_clip) && o.score_clip >= 0 &&
+         o.k >= 1 && o.k <= nodefl::fedwalk::kMaxCodebookK &&
          o.min_probability >= 0 && o.min_probability < 1;
 }
 
@@ -40,6 +41,7 @@ std::optional<Codebook> Codebook::Build(const CondensedMatrix& dissim, const Hct
   Codebook cb;
   cb.vertex_count_ = vertex_count;
   cb.k_ = options.k;
+  cb.score_clip_ = options.score_clip;
   const uint32_t row_size = std::min(options.k, m);
   std::vector<uint8_t> present(vertex_count, 0);
   for (uint32_t v : tree.leaf_vertices()) present[v] = 1;
@@ -63,7 +65,7 @@ std::optional<Codebook> Codebook::Build(const CondensedMatrix& dissim, const Hct
   std::mutex max_mutex;
   double max_abs_score = 0;
   auto work = [&] {
-    CodebookRowBuilder builder(dissim, tree, exponent_scale);
+    CodebookRowBuilder builder(dissim, tree, exponent_scale, options.score_clip);
     struct Publish {  // fold this thread's maximum in when it finishes
       CodebookRowBuilder& b;
       std::mutex& m;

@@ -9,10 +9,12 @@
 
 namespace nodefl::server::fedwalk {
 
-CodebookRowBuilder::CodebookRowBuilder(const CondensedMatrix& dissim, const HctTree& tree, double exponent_scale)
+CodebookRowBuilder::CodebookRowBuilder(const CondensedMatrix& dissim, const HctTree& tree, double exponent_scale,
+                                       double score_clip)
     : dissim_(dissim),
       tree_(tree),
       exponent_scale_(exponent_scale),
+      score_clip_(score_clip),
       row_start_(dissim.n()),
       lca_leaves_(dissim.n()),
       log_weight_(dissim.n()) {
@@ -29,16 +31,23 @@ void CodebookRowBuilder::ComputeLogWeights(uint32_t leaf) {
   const uint32_t m = dissim_.n();
   tree_.LcaLeafCountsFrom(leaf, lca_leaves_);
   const float* v = dissim_.values().data();
-  const double scale = -exponent_scale_;
   // (x, leaf) for x < leaf sits in column `leaf` of row x; (leaf, x) for
-  // x > leaf is row `leaf`, contiguous.
+  // x > leaf is row `leaf`, contiguous. log_weight_ holds |u| first.
   for (uint32_t x = 0; x < leaf; ++x) {
-    log_weight_[x] = scale * double{v[row_start_[x] + (leaf - x - 1)]} * lca_leaves_[x];
+    log_weight_[x] = double{v[row_start_[x] + (leaf - x - 1)]} * lca_leaves_[x];
   }
   log_weight_[leaf] = 0;  // dissim(v, v) = 0
   const float* row = dissim_.row_tail(leaf);
   for (uint32_t x = leaf + 1; x < m; ++x) {
-    log_weight_[x] = scale * double{row[x - leaf - 1]} * lca_leaves_[x];
+    log_weight_[x] = double{row[x - leaf - 1]} * lca_leaves_[x];
+  }
+  max_abs_score_ = std::max(max_abs_score_, *std::max_element(log_weight_.begin(), log_weight_.end()));
+  // Clipping first, then the exponent: log weight = -scale * min(|u|, B).
+  const double scale = -exponent_scale_;
+  if (score_clip_ > 0) {
+    for (double& w : log_weight_) w = scale * std::min(w, score_clip_);
+  } else {
+    for (double& w : log_weight_) w *= scale;
   }
 }
 
@@ -47,9 +56,6 @@ double CodebookRowBuilder::Build(uint32_t leaf, std::span<nodefl::fedwalk::Codeb
   const uint32_t m = dissim_.n();
   size_t k = out.size();
   ComputeLogWeights(leaf);
-  // log weight = -exponent_scale * |u|, so the smallest is the largest |u|.
-  const double lowest = *std::min_element(log_weight_.begin(), log_weight_.end());
-  if (exponent_scale_ > 0) max_abs_score_ = std::max(max_abs_score_, -lowest / exponent_scale_);
 
   const auto vertex = [this](uint32_t x) { return tree_.leaf_vertex(x); };
   const auto more_probable = [&](uint32_t a, uint32_t b) {

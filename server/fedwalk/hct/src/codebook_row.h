@@ -18,8 +18,10 @@ namespace nodefl::server::fedwalk {
 class CodebookRowBuilder {
  public:
   // exponent_scale = epsilon * score_scale: log Pr[v2|v1] = exponent_scale *
-  // u(v1, v2) + const. dissim must be finite and non-negative (Build checks).
-  CodebookRowBuilder(const CondensedMatrix& dissim, const HctTree& tree, double exponent_scale);
+  // max(u(v1, v2), -score_clip) + const (score_clip 0: no clip). dissim must
+  // be finite and non-negative (Build checks).
+  CodebookRowBuilder(const CondensedMatrix& dissim, const HctTree& tree, double exponent_scale,
+                     double score_clip);
 
   // Writes the row of leaf `leaf` into `out` (room for min(K, m) entries,
   // most probable first, ties by smaller vertex id; entries whose
@@ -27,8 +29,8 @@ class CodebookRowBuilder {
   // least one), sets *used to the entries written, and returns the exact
   // probability mass of the leaves left out.
   double Build(uint32_t leaf, std::span<nodefl::fedwalk::CodebookEntry> out, double min_probability, size_t* used);
-  // Largest |u(v1, v2)| = dissim x |leaves(LCA)| over the rows built so far
-  // (the score's sensitivity, see Codebook::max_abs_score).
+  // Largest |u(v1, v2)| = dissim x |leaves(LCA)| over the rows built so far,
+  // before clipping (see Codebook::max_abs_score).
   double max_abs_score() const { return max_abs_score_; }
 
  private:
@@ -37,6 +39,7 @@ class CodebookRowBuilder {
   const CondensedMatrix& dissim_;
   const HctTree& tree_;
   double exponent_scale_;
+  double score_clip_;  // 0: none
   double max_abs_score_ = 0;
   std::vector<size_t> row_start_;     // condensed offset of (i, i+1)
   std::vector<uint32_t> lca_leaves_;  // |leaves(T[leaf v x])| per leaf x

@@ -93,14 +93,20 @@ HctPipelineResult RunHctPipeline(const HctTranscript& t, const std::vector<uint3
   t0 = Clock::now();
   CodebookOptions cb = options.codebook;
   cb.threads = options.threads;
-  cb.score_scale = 1.0;
+  // With a clip B the sensitivity is B before any score is seen, so the
+  // scaled codebook takes one pass.
+  const bool clipped = cb.score_clip > 0;
+  cb.score_scale = options.scaled_encoder && clipped ? 1.0 / (2 * cb.score_clip) : 1.0;
   result.codebook = Codebook::Build(dissim, *result.tree, t.vertex_count, cb);
   if (result.codebook) {
-    result.score_sensitivity = result.codebook->max_abs_score();
+    result.score_sensitivity = result.codebook->score_sensitivity();
+    result.max_abs_score = result.codebook->max_abs_score();
     result.epsilon_per_encoding = 2 * cb.epsilon * result.score_sensitivity;
-    if (options.scaled_encoder && result.score_sensitivity > 0) {
-      // The sensitivity is known only once every score has been seen, so
-      // the scaled codebook is a second pass.
+    if (options.scaled_encoder && clipped) {
+      result.epsilon_per_encoding = cb.epsilon;
+    } else if (options.scaled_encoder && result.score_sensitivity > 0) {
+      // Without a clip the sensitivity is known only once every score has
+      // been seen, so the scaled codebook is a second pass.
       cb.score_scale = 1.0 / (2 * result.score_sensitivity);
       result.codebook = Codebook::Build(dissim, *result.tree, t.vertex_count, cb);
       result.epsilon_per_encoding = cb.epsilon;

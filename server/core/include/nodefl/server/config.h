@@ -85,6 +85,10 @@ struct ServerConfig {
   // Eq. 12 encoder: raw (the paper's score; 2·ε·Δu per draw), scaled (score
   // / 2Δu; ε per draw), auto (scaled in strict mode, raw in paper mode).
   std::string fedwalk_encoder = "auto";
+  // Eq. 10's score clipped to [-B, 0] in the codebook (post-processing of
+  // the public score table), so the score's sensitivity is B. 0: no clip,
+  // the paper's raw score (sensitivity = the run's largest |score|).
+  double fedwalk_score_clip = 0;
   // fedwalk (walks, Sec. 4.3; SkipGram, Sec. 4.4). Defaults are the paper's.
   uint32_t fedwalk_walk_length = 40;       // l
   uint32_t fedwalk_walks_per_vertex = 80;  // gamma

@@ -43,6 +43,7 @@ struct FedWalkHctOptions {
   uint64_t bin_plan_seed = 0;             // 0: from std::random_device
   std::string output_dir;                 // empty: write nothing
   bool scaled_encoder = false;            // Eq. 12 with the score divided by 2Δu
+  double score_clip = 0;                  // Eq. 10 clipped to [-B, 0], Δu = B; 0: no clip
 };
 
 // Per-device state, for the summary and for tests.
@@ -71,7 +72,8 @@ struct HctSummary {
   uint64_t dissimilarity_bytes = 0;  // the condensed float32 matrix
   uint64_t tree_bytes = 0, codebook_bytes = 0, dictionary_bytes = 0, bin_plan_bytes = 0;
   double max_truncated_mass = 0;
-  double score_sensitivity = 0;     // Δu of the codebook's score
+  double score_sensitivity = 0;     // Δu of the codebook's score (the clip B if set)
+  double max_abs_score = 0;         // the largest unclipped |score| of the run
   double epsilon_per_encoding = 0;  // what one Eq. 12 draw costs (2εΔu raw, ε scaled)
   double epsilon_max = 0, epsilon_median = 0;  // per-device totals of this job
   uint32_t unbounded_devices = 0;               // devices that made a release with no DP bound

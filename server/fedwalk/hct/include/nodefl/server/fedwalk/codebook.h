@@ -6,7 +6,13 @@
 //   Pr[v2 | v1]  proportional to  exp(epsilon * u(v1, v2)),
 //   u(v1, v2) = -dissim(v1, v2) * |leaves(T[v1 v v2])|,
 //
-// over all leaves v2 of the HCT, v1 itself included (u(v1, v1) = 0). The
+// over all leaves v2 of the HCT, v1 itself included (u(v1, v1) = 0).
+// Optionally the score is clipped to [-B, 0] (CodebookOptions::score_clip):
+// u_B = max(u, -B). The table of scores is public (it comes from the
+// published tree and dissimilarities), so clipping it is post-processing of
+// public data and costs nothing; it bounds the score's sensitivity by B
+// whatever the run's dissimilarities are, so the raw score's 2·ε·Δu becomes
+// 2·ε·B. The paper does not clip (the default). The
 // full distribution is m x m; the server ships, per vertex, only the K most
 // probable v2 as a Walker/Vose alias table (O(1) draws on a device via
 // nodefl::fedwalk::SampleCodebookRow) and reports the probability mass the
@@ -30,6 +36,10 @@ struct CodebookOptions {
   // Multiplies u before the exponent: 1 is the paper's raw score; a strict
   // mode can pass 1 / (2 * sensitivity) for the textbook mechanism.
   double score_scale = 1.0;  // finite and > 0
+  // B: scores below -B are raised to -B (Eq. 10 clipped to [-B, 0]), and the
+  // score's sensitivity is then B. 0: no clip (the paper's raw score; the
+  // sensitivity is then max_abs_score()). Finite and >= 0.
+  double score_clip = 0;
   unsigned threads = 2;      // rows are built on this many threads (0 = 1)
   // Entries less probable than this (relative to their row) are not kept:
   // their mass is reported as truncated. 0 keeps all K. The default drops
@@ -74,9 +84,13 @@ class Codebook {
   // The largest |u(v1, v2)| = dissim(v1, v2) x |leaves(T[v1 v v2])| over
   // all pairs: the sensitivity Δu of Eq. 10's score (u(v, v) = 0 and every
   // score is <= 0, so for any fixed output the score ranges over [-max, 0]).
-  // With the raw score the encoder is 2·ε·Δu-DP per draw. Not serialised
-  // (0 after Parse).
+  // With the raw score the encoder is 2·ε·Δu-DP per draw. Measured before
+  // any clipping. Not serialised (0 after Parse).
   double max_abs_score() const { return max_abs_score_; }
+  // Δu the privacy accounting must use: score_clip when the scores were
+  // clipped (even if no score reached -B: B is the bound declared up front),
+  // max_abs_score() otherwise. Not serialised (0 after Parse).
+  double score_sensitivity() const { return score_clip_ > 0 ? score_clip_ : max_abs_score_; }
 
   bool operator==(const Codebook& other) const;
 
@@ -84,6 +98,7 @@ class Codebook {
   uint32_t vertex_count_ = 0;
   uint32_t k_ = 0;
   double max_abs_score_ = 0;
+  double score_clip_ = 0;
   std::vector<size_t> row_begin_;  // vertex_count + 1 offsets into entries_
   std::vector<Entry> entries_;
   std::vector<float> truncated_mass_;

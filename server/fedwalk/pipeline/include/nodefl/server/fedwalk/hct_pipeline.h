@@ -26,7 +26,9 @@ namespace nodefl::server::fedwalk {
 
 struct HctPipelineOptions {
   Linkage linkage = Linkage::kAverage;
-  CodebookOptions codebook;  // score_scale is set by the pipeline
+  // score_scale is set by the pipeline; score_clip (B, 0 = none) is used as
+  // given, and with a clip the sensitivity is B.
+  CodebookOptions codebook;
   unsigned threads = 2;
   // false: Eq. 12 as printed (raw score; each draw is 2·ε·Δu-DP).
   // true: the score divided by 2Δu (each draw ε-DP, the textbook
@@ -49,7 +51,8 @@ struct HctPipelineResult {
   uint64_t dissimilarity_bytes = 0;
   uint64_t feature_bytes = 0;
   uint64_t work_cells = 0;  // DP cells (paper) or histogram cells (strict) over all pairs
-  double score_sensitivity = 0;     // Δu: the largest |dissim x |leaves(LCA)||
+  double score_sensitivity = 0;     // Δu: score_clip if set, else the largest |dissim x |leaves(LCA)||
+  double max_abs_score = 0;         // the largest unclipped |u| (equals Δu without a clip)
   double epsilon_per_encoding = 0;  // 2·ε·Δu (raw) or ε (scaled)
 };
 
