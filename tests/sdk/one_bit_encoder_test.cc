@@ -43,6 +43,7 @@ OneBitParams Params(double eps_per_element, uint32_t workload, uint32_t dims) {
   p.epsilon_per_element = eps_per_element;
   p.workload = workload;
   p.dims = dims;
+  p.released_dims = dims;  // every dim released, as in paper mode
   return p;
 }
 
@@ -57,14 +58,39 @@ TEST(OneBitEncoderTest, ModesSetThePerElementBudgetAndCostsAreTheTrueOnes) {
   EXPECT_DOUBLE_EQ(paper_cost->per_receiver, 2.0);
   EXPECT_DOUBLE_EQ(paper_cost->all_receivers, 8.0);
 
-  // Strict: the union of all receivers is held to eps.
+  EXPECT_EQ(paper->released_dims, 12u);
+
+  // Strict: the union of all receivers is held to eps, spent on m =
+  // max(1, floor(eps / 2.5)) released dims. At eps = 2, m = 1: the one
+  // released element goes to one receiver at the whole eps.
   auto strict = MakeOneBitParams(PrivacyMode::kStrict, 2.0, 4, 12, kA, kB);
   ASSERT_TRUE(strict.ok());
-  EXPECT_DOUBLE_EQ(strict->epsilon_per_element, 2.0 / 12);
+  EXPECT_EQ(strict->released_dims, 1u);
+  EXPECT_DOUBLE_EQ(strict->epsilon_per_element, 2.0);
   auto strict_cost = OneBitEpsilon(*strict);
   ASSERT_TRUE(strict_cost.ok());
-  EXPECT_DOUBLE_EQ(strict_cost->per_receiver, 0.5);
+  EXPECT_DOUBLE_EQ(strict_cost->per_receiver, 2.0);
   EXPECT_DOUBLE_EQ(strict_cost->all_receivers, 2.0);
+  // eps = 10: m = 4 at 2.5 each; one receiver sees at most ceil(12/4) = 3.
+  auto strict10 = MakeOneBitParams(PrivacyMode::kStrict, 10.0, 4, 12, kA, kB);
+  ASSERT_TRUE(strict10.ok());
+  EXPECT_EQ(strict10->released_dims, 4u);
+  EXPECT_DOUBLE_EQ(strict10->epsilon_per_element, 2.5);
+  EXPECT_DOUBLE_EQ(OneBitEpsilon(*strict10)->per_receiver, 7.5);
+  EXPECT_DOUBLE_EQ(OneBitEpsilon(*strict10)->all_receivers, 10.0);
+  // m is floor(eps / 2.5), at least 1 and at most d.
+  const struct {
+    double eps;
+    uint32_t dims, m;
+  } kReleased[] = {{0.1, 12, 1}, {2.49, 12, 1}, {2.5, 12, 1}, {4.99, 12, 1}, {5.0, 12, 2},
+                   {7.6, 12, 3},  {40.0, 12, 12}, {40.0, 3, 3},  {1.0, 1, 1}};
+  for (const auto& c : kReleased) {
+    auto p = MakeOneBitParams(PrivacyMode::kStrict, c.eps, 2, c.dims, kA, kB);
+    ASSERT_TRUE(p.ok()) << c.eps;
+    EXPECT_EQ(p->released_dims, c.m) << c.eps << " " << c.dims;
+    EXPECT_DOUBLE_EQ(p->epsilon_per_element, c.eps / c.m) << c.eps;
+    EXPECT_DOUBLE_EQ(OneBitEpsilon(*p)->all_receivers, c.eps) << c.eps;
+  }
 
   // wl does not divide d: some receiver gets ceil(10/4) = 3 elements, so the
   // paper's per-receiver claim of eps is exceeded; the cost says so.
@@ -74,10 +100,10 @@ TEST(OneBitEncoderTest, ModesSetThePerElementBudgetAndCostsAreTheTrueOnes) {
   EXPECT_DOUBLE_EQ(OneBitEpsilon(*uneven)->all_receivers, 8.0);
 
   // More receivers than dims: each receiver gets at most one element.
-  auto sparse = MakeOneBitParams(PrivacyMode::kStrict, 3.0, 5, 3, kA, kB);
+  auto sparse = MakeOneBitParams(PrivacyMode::kPaper, 3.0, 5, 3, kA, kB);
   ASSERT_TRUE(sparse.ok());
-  EXPECT_DOUBLE_EQ(OneBitEpsilon(*sparse)->per_receiver, 1.0);
-  EXPECT_DOUBLE_EQ(OneBitEpsilon(*sparse)->all_receivers, 3.0);
+  EXPECT_DOUBLE_EQ(OneBitEpsilon(*sparse)->per_receiver, 5.0);
+  EXPECT_DOUBLE_EQ(OneBitEpsilon(*sparse)->all_receivers, 15.0);
 
   EXPECT_EQ(kDefaultPrivacyMode, PrivacyMode::kStrict);
 }
@@ -109,6 +135,11 @@ TEST(OneBitEncoderTest, RejectsBadParameters) {
   OneBitParams invalid = Params(0.0, 1, 1);
   EXPECT_EQ(OneBitEpsilon(invalid).status(), bad);
   invalid = Params(1.0, 0, 1);
+  EXPECT_EQ(OneBitEpsilon(invalid).status(), bad);
+  invalid = Params(1.0, 2, 4);
+  invalid.released_dims = 0;
+  EXPECT_EQ(OneBitEpsilon(invalid).status(), bad);
+  invalid.released_dims = 5;
   EXPECT_EQ(OneBitEpsilon(invalid).status(), bad);
 }
 
@@ -381,10 +412,11 @@ TEST(OneBitEncoderTest, PartitionIsUniformAndTheCheckHasPower) {
 TEST(OneBitEncoderTest, MoreReceiversThanDimsLeavesSomeEmpty) {
   Drbg rng;
   ASSERT_TRUE(rng.SeedDeterministic(8).ok());
-  auto p = MakeOneBitParams(PrivacyMode::kStrict, 1.0, 5, 3, kA, kB);
+  // Paper mode: all 3 dims released, to 3 different receivers of the 5.
+  auto p = MakeOneBitParams(PrivacyMode::kPaper, 1.0, 5, 3, kA, kB);
   ASSERT_TRUE(p.ok());
   std::vector<uint32_t> owner(3);
-  ASSERT_TRUE(AssignDimensionsToReceivers(rng, 5, owner).ok());
+  ASSERT_TRUE(AssignReleasedDimensions(rng, *p, owner).ok());
   EXPECT_NE(owner[0], owner[1]);
   EXPECT_NE(owner[0], owner[2]);
   EXPECT_NE(owner[1], owner[2]);
@@ -395,6 +427,22 @@ TEST(OneBitEncoderTest, MoreReceiversThanDimsLeavesSomeEmpty) {
     for (float v : out) sent += (v != 0.5f);
   }
   EXPECT_EQ(sent, 3);
+  // Strict mode at eps = 1: one dim released, so one receiver of five gets
+  // a bit.
+  auto strict = MakeOneBitParams(PrivacyMode::kStrict, 1.0, 5, 3, kA, kB);
+  ASSERT_TRUE(strict.ok());
+  ASSERT_TRUE(AssignReleasedDimensions(rng, *strict, owner).ok());
+  sent = 0;
+  int receivers = 0;
+  for (uint32_t k = 0; k < 5; ++k) {
+    ASSERT_TRUE(EncodeOneBitPartial(rng, *strict, x, owner, k, out).ok());
+    int here = 0;
+    for (float v : out) here += (v != 0.5f);
+    sent += here;
+    receivers += here > 0;
+  }
+  EXPECT_EQ(sent, 1);
+  EXPECT_EQ(receivers, 1);
 }
 
 // log of the empirical likelihood ratios of the two outputs between the
@@ -454,6 +502,330 @@ TEST(OneBitEncoderTest, LikelihoodRatioCheckRejectsAnEncoderSpendingTwice) {
   const LogRatios r = MeasureLogRatios(rng, 2 * eps, kReps, kDims);
   EXPECT_GT(r.one, eps + tol);
   EXPECT_GT(r.zero, eps + tol);
+}
+
+// ---- strict mode: m sampled dims at eps/m each ----------------------------------
+
+// The exact law of one recovered dim in strict mode: the midpoint with
+// probability 1 - m/d, mid +- (d/m) H with probability (m/d) p and
+// (m/d)(1 - p), H = (b - a)/2 (e+1)/(e-1). Its 2nd and 4th central moments
+// (the recovery is unbiased, so they are taken about x).
+struct RecoveredMoments {
+  double variance = 0.0;
+  double fourth = 0.0;
+};
+
+RecoveredMoments StrictMoments(double x, double eps_element, uint32_t released, uint32_t dims) {
+  const double q = double(released) / dims;
+  const double p = ProbOne(x, kA, kB, eps_element);
+  const double mid = (double(kA) + kB) / 2;
+  const double h = RecoveryScale(kA, kB, eps_element) / 2 / q;
+  const double atoms[3][2] = {{mid, 1 - q}, {mid + h, q * p}, {mid - h, q * (1 - p)}};
+  RecoveredMoments m;
+  for (const auto& a : atoms) {
+    const double dev2 = (a[0] - x) * (a[0] - x);
+    m.variance += a[1] * dev2;
+    m.fourth += a[1] * dev2 * dev2;
+  }
+  return m;
+}
+
+// Which dims one encoding released, over `trials` encodings made by
+// `release(std::vector<bool>&)`: the chi-square of the per-dim release
+// counts (each dim's count is Binomial(T, m/d); the counts sum to T m, so
+// Sum (O - E)^2 (d - 1) / (T q (1 - q) d) is chi-square with d - 1 degrees
+// of freedom), and how many encodings did not release exactly m dims.
+struct ReleaseStats {
+  double chi_square = 0.0;
+  int wrong_count = 0;
+};
+
+template <typename Release>
+ReleaseStats MeasureReleases(Release release, uint32_t dims, uint32_t m, int trials) {
+  std::vector<double> count(dims, 0.0);
+  std::vector<bool> released(dims);
+  ReleaseStats s;
+  for (int t = 0; t < trials; ++t) {
+    release(released);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < dims; ++i) {
+      count[i] += released[i];
+      n += released[i];
+    }
+    s.wrong_count += (n != m);
+  }
+  const double q = double(m) / dims;
+  const double expected = trials * q;
+  for (double c : count) s.chi_square += (c - expected) * (c - expected);
+  s.chi_square *= double(dims - 1) / (trials * q * (1 - q) * dims);
+  return s;
+}
+
+TEST(OneBitEncoderTest, StrictReleasesExactlyMUniformlyChosenDims) {
+  constexpr uint32_t kDims = 20;
+  constexpr int kTrials = 20000;  // 4,000 expected releases per dim
+  auto p = MakeOneBitParams(PrivacyMode::kStrict, 10.0, 1, kDims, kA, kB);
+  ASSERT_TRUE(p.ok());
+  ASSERT_EQ(p->released_dims, 4u);
+  const double critical = testing::ChiSquareCritical(kDims - 1);
+  Drbg rng;
+  ASSERT_TRUE(rng.SeedDeterministic(41).ok());
+  std::vector<float> x(kDims, 1.0f), out(kDims);
+  const ReleaseStats ok = MeasureReleases(
+      [&](std::vector<bool>& released) {
+        ASSERT_TRUE(EncodeOneBit(rng, *p, x, out).ok());
+        for (uint32_t i = 0; i < kDims; ++i) {
+          ASSERT_TRUE(out[i] == 0.0f || out[i] == 0.5f || out[i] == 1.0f);
+          released[i] = out[i] != 0.5f;
+        }
+      },
+      kDims, 4, kTrials);
+  EXPECT_EQ(ok.wrong_count, 0);
+  EXPECT_LT(ok.chi_square, critical);
+
+  // Bug 1: always the first m dims.
+  const ReleaseStats first = MeasureReleases(
+      [&](std::vector<bool>& released) {
+        for (uint32_t i = 0; i < kDims; ++i) released[i] = i < 4;
+      },
+      kDims, 4, kTrials);
+  EXPECT_GT(first.chi_square, critical);
+  // Bug 2: each dim independently with probability m/d (the right rate, but
+  // the count, and so the budget spent, varies).
+  const ReleaseStats independent = MeasureReleases(
+      [&](std::vector<bool>& released) {
+        for (uint32_t i = 0; i < kDims; ++i) released[i] = rng.BernoulliRational(4, kDims);
+      },
+      kDims, 4, kTrials);
+  EXPECT_GT(independent.wrong_count, 0);
+}
+
+// Per-dim mean and variance of strict recoveries of a fixed feature, as
+// z-scores against the exact law (StrictMoments), maximised over the dims.
+struct StrictFit {
+  double max_mean_z = 0.0;
+  double max_variance_z = 0.0;
+};
+
+// `encode` fills encoded bits for x; `rescale` maps a recovered value (bug
+// simulations); the law is that of `law` params.
+template <typename Encode, typename Rescale>
+StrictFit FitStrict(Encode encode, Rescale rescale, const OneBitParams& law, const std::vector<float>& x,
+                    int trials) {
+  const uint32_t d = law.dims;
+  std::vector<float> bits(d), rec(d);
+  std::vector<double> sum(d, 0.0), sum_sq(d, 0.0);
+  for (int t = 0; t < trials; ++t) {
+    encode(bits);
+    EXPECT_TRUE(RecoverOneBit(law, bits, rec).ok());
+    for (uint32_t i = 0; i < d; ++i) {
+      const double dev = rescale(double{rec[i]}) - x[i];
+      sum[i] += dev;
+      sum_sq[i] += dev * dev;
+    }
+  }
+  StrictFit fit;
+  for (uint32_t i = 0; i < d; ++i) {
+    const RecoveredMoments m = StrictMoments(x[i], law.epsilon_per_element, law.released_dims, d);
+    const double mean_z = std::fabs(sum[i] / trials) / std::sqrt(m.variance / trials);
+    const double var_z = std::fabs(sum_sq[i] / trials - m.variance) /
+                         std::sqrt((m.fourth - m.variance * m.variance) / trials);
+    fit.max_mean_z = std::fmax(fit.max_mean_z, mean_z);
+    fit.max_variance_z = std::fmax(fit.max_variance_z, var_z);
+  }
+  return fit;
+}
+
+TEST(OneBitEncoderTest, StrictRecoveryIsUnbiasedWithTheExactVariance) {
+  constexpr uint32_t kDims = 16;
+  constexpr int kTrials = 100000;
+  std::vector<float> x(kDims);
+  for (uint32_t i = 0; i < kDims; ++i) x[i] = kA + (kB - kA) * float(i) / float(kDims - 1);
+  // Bonferroni over 2 budgets x 16 dims x 2 statistics.
+  const double z = testing::ZBound(testing::kAlpha / (2 * kDims * 2));
+  const auto identity = [](double v) { return v; };
+  Drbg rng;
+  ASSERT_TRUE(rng.SeedDeterministic(43).ok());
+  for (double eps : {1.0, 10.0}) {  // m = 1 and m = 4
+    auto p = MakeOneBitParams(PrivacyMode::kStrict, eps, 1, kDims, kA, kB);
+    ASSERT_TRUE(p.ok());
+    const auto encode = [&](std::vector<float>& bits) { ASSERT_TRUE(EncodeOneBit(rng, *p, x, bits).ok()); };
+    const StrictFit fit = FitStrict(encode, identity, *p, x, kTrials);
+    EXPECT_LT(fit.max_mean_z, z) << eps;
+    EXPECT_LT(fit.max_variance_z, z) << eps;
+
+    // Bug 1: recovery without the d/m factor (biased towards the midpoint).
+    const double mid = (double(kA) + kB) / 2;
+    const double q = double(p->released_dims) / kDims;
+    const StrictFit unscaled = FitStrict(encode, [&](double v) { return mid + (v - mid) * q; }, *p, x, kTrials);
+    EXPECT_GT(unscaled.max_mean_z, z) << eps;
+    // Bug 2: the former strict mode, eps/d on every dim: its recoveries are
+    // unbiased too, but their variance is far from the sampled encoder's.
+    OneBitParams spread = Params(eps / kDims, 1, kDims);
+    const StrictFit former = FitStrict(
+        [&](std::vector<float>& bits) { ASSERT_TRUE(EncodeOneBit(rng, spread, x, bits).ok()); },
+        [&](double v) { return mid + (v - mid) * RecoveryScale(kA, kB, eps / kDims) /
+                                         RecoveryScale(kA, kB, p->epsilon_per_element) * q; },
+        *p, x, kTrials);
+    EXPECT_GT(former.max_variance_z, z) << eps;
+  }
+}
+
+// log P(E | x = b) / P(E | x = a) for E = "every released bit is 1" and for
+// "every released bit is 0" (with a and b swapped), over `reps` encodings of
+// the all-a and all-b features. Both are m eps' exactly for the sampled
+// encoder: the worst case of the whole output, i.e. of all receivers pooled.
+LogRatios MeasureUnionLogRatios(Drbg& rng, const OneBitParams& p, int reps) {
+  std::vector<float> xa(p.dims, kA), xb(p.dims, kB), bits(p.dims);
+  const auto all = [&](float value) {
+    for (float v : bits) {
+      if (v != 0.5f && v != value) return false;
+    }
+    return true;
+  };
+  double ones_a = 0, ones_b = 0, zeros_a = 0, zeros_b = 0;
+  for (int r = 0; r < reps; ++r) {
+    EXPECT_TRUE(EncodeOneBit(rng, p, xa, bits).ok());
+    ones_a += all(1.0f);
+    zeros_a += all(0.0f);
+    EXPECT_TRUE(EncodeOneBit(rng, p, xb, bits).ok());
+    ones_b += all(1.0f);
+    zeros_b += all(0.0f);
+  }
+  return {std::log(ones_b / ones_a), std::log(zeros_a / zeros_b)};
+}
+
+TEST(OneBitEncoderTest, StrictUnionOfReceiversIsBoundedByEpsilonAndTight) {
+  // d = 3, eps = 5: m = 2 dims at 2.5 each. Every receiver together sees at
+  // most the full encoding, whose worst-case likelihood ratio is e^eps.
+  constexpr int kReps = 200000;
+  const double eps = 5.0;
+  auto p = MakeOneBitParams(PrivacyMode::kStrict, eps, 3, 3, kA, kB);
+  ASSERT_TRUE(p.ok());
+  ASSERT_EQ(p->released_dims, 2u);
+  const double pa = std::pow(ProbOne(kA, kA, kB, 2.5), 2), pb = std::pow(ProbOne(kB, kA, kB, 2.5), 2);
+  EXPECT_NEAR(std::log(pb / pa), eps, 1e-12);
+  // Delta method, Bonferroni over the two events.
+  const double z = testing::ZBound(testing::kAlpha / 2);
+  const double tol = z * std::sqrt((1 - pb) / (kReps * pb) + (1 - pa) / (kReps * pa));
+  Drbg rng;
+  ASSERT_TRUE(rng.SeedDeterministic(47).ok());
+  const LogRatios r = MeasureUnionLogRatios(rng, *p, kReps);
+  EXPECT_LE(r.one, eps + tol);
+  EXPECT_LE(r.zero, eps + tol);
+  EXPECT_GE(r.one, eps - tol);
+  EXPECT_GE(r.zero, eps - tol);
+
+  // Bug: all d dims released at eps/m (sampling forgotten): 3 x 2.5 = 7.5.
+  OneBitParams unsampled = *p;
+  unsampled.released_dims = 3;
+  const LogRatios bug = MeasureUnionLogRatios(rng, unsampled, kReps);
+  EXPECT_GT(bug.one, eps + tol);
+  EXPECT_GT(bug.zero, eps + tol);
+}
+
+TEST(OneBitEncoderTest, StrictPartialEncodingReleasesMDimsToAllReceiversTogether) {
+  constexpr uint32_t kDims = 37;
+  constexpr uint32_t kWorkload = 5;
+  constexpr int kTrials = 20000;
+  auto p = MakeOneBitParams(PrivacyMode::kStrict, 10.0, kWorkload, kDims, kA, kB);
+  ASSERT_TRUE(p.ok());
+  const uint32_t m = p->released_dims;
+  ASSERT_EQ(m, 4u);
+  EXPECT_DOUBLE_EQ(OneBitEpsilon(*p)->all_receivers, 10.0);
+  EXPECT_DOUBLE_EQ(OneBitEpsilon(*p)->per_receiver, 10.0);  // min(m, ceil(37/5) = 8) = 4 elements
+  const float mid = static_cast<float>((double(kA) + kB) / 2);
+  std::vector<float> x(kDims);
+  for (uint32_t i = 0; i < kDims; ++i) x[i] = kA + (kB - kA) * float(i) / float(kDims - 1);
+
+  Drbg rng;
+  ASSERT_TRUE(rng.SeedDeterministic(53).ok());
+  std::vector<uint32_t> owner(kDims);
+  std::vector<float> enc(kDims), rec(kDims), pooled(kDims);
+  std::vector<double> sum(kDims, 0.0), sum_unscaled(kDims, 0.0);
+  std::vector<double> owner_of_dim0(kWorkload, 0.0);
+  const ReleaseStats releases = MeasureReleases(
+      [&](std::vector<bool>& released) {
+        ASSERT_TRUE(AssignReleasedDimensions(rng, *p, owner).ok());
+        std::fill(pooled.begin(), pooled.end(), mid);
+        int bits = 0;
+        for (uint32_t k = 0; k < kWorkload; ++k) {
+          ASSERT_TRUE(EncodeOneBitPartial(rng, *p, x, owner, k, enc).ok());
+          ASSERT_TRUE(RecoverOneBit(*p, enc, rec).ok());
+          for (uint32_t i = 0; i < kDims; ++i) {
+            if (owner[i] == k) {
+              ASSERT_TRUE(enc[i] == 0.0f || enc[i] == 1.0f);
+              pooled[i] = rec[i];
+              ++bits;
+            } else {
+              ASSERT_EQ(enc[i], 0.5f);  // not this receiver's, or not released at all
+            }
+          }
+        }
+        ASSERT_EQ(bits, int(m));  // all receivers together: m elements at eps/m
+        for (uint32_t i = 0; i < kDims; ++i) {
+          released[i] = owner[i] != kDimNotReleased;
+          sum[i] += pooled[i];
+          sum_unscaled[i] += mid + (pooled[i] - mid) * double(m) / kDims;
+        }
+        if (owner[0] != kDimNotReleased) owner_of_dim0[owner[0]] += 1;
+      },
+      kDims, m, kTrials);
+  EXPECT_EQ(releases.wrong_count, 0);
+  EXPECT_LT(releases.chi_square, testing::ChiSquareCritical(kDims - 1));
+  // The sample is independent of the partition: a released dim 0 went to
+  // each receiver with probability 1/wl.
+  double released0 = 0;
+  for (double c : owner_of_dim0) released0 += c;
+  const std::vector<double> expected(kWorkload, released0 / kWorkload);
+  EXPECT_LT(testing::ChiSquareStatistic(owner_of_dim0, expected), testing::ChiSquareCritical(kWorkload - 1));
+
+  // What all receivers recover together is unbiased for every dim; without
+  // the d/m factor it is not (Bonferroni over the dims).
+  const double z = testing::ZBound(testing::kAlpha / kDims);
+  double worst_unscaled = 0.0;
+  for (uint32_t i = 0; i < kDims; ++i) {
+    const double sd = std::sqrt(StrictMoments(x[i], p->epsilon_per_element, m, kDims).variance / kTrials);
+    EXPECT_NEAR(sum[i] / kTrials, x[i], z * sd) << "dim " << i;
+    worst_unscaled = std::fmax(worst_unscaled, std::fabs(sum_unscaled[i] / kTrials - x[i]) / sd);
+  }
+  EXPECT_GT(worst_unscaled, z);
+
+  // A full partition (every dim assigned) would release d > m dims: refused,
+  // as is one with fewer than m released dims.
+  ASSERT_TRUE(AssignDimensionsToReceivers(rng, kWorkload, owner).ok());
+  EXPECT_EQ(EncodeOneBitPartial(rng, *p, x, owner, 0, enc), Status::InvalidArgument());
+  ASSERT_TRUE(AssignReleasedDimensions(rng, *p, owner).ok());
+  for (uint32_t& k : owner) {
+    if (k != kDimNotReleased) {
+      k = kDimNotReleased;
+      break;
+    }
+  }
+  EXPECT_EQ(EncodeOneBitPartial(rng, *p, x, owner, 0, enc), Status::InvalidArgument());
+  std::vector<uint32_t> short_owner(kDims - 1);
+  EXPECT_EQ(AssignReleasedDimensions(rng, *p, short_owner), Status::InvalidArgument());
+}
+
+TEST(OneBitEncoderTest, PaperModeReleasesEveryDimAndDrawsNoSample) {
+  // Paper mode is unchanged: every dim becomes a bit, the assignment is the
+  // plain partition, and the same seed gives the same stream as before
+  // (selection sampling with m = d takes every dim without drawing).
+  auto p = MakeOneBitParams(PrivacyMode::kPaper, 2.0, 3, 10, kA, kB);
+  ASSERT_TRUE(p.ok());
+  Drbg a, b;
+  ASSERT_TRUE(a.SeedDeterministic(59).ok());
+  ASSERT_TRUE(b.SeedDeterministic(59).ok());
+  std::vector<uint32_t> released(10), partition(10);
+  ASSERT_TRUE(AssignReleasedDimensions(a, *p, released).ok());
+  ASSERT_TRUE(AssignDimensionsToReceivers(b, 3, partition).ok());
+  EXPECT_EQ(released, partition);
+  std::vector<float> x(10, 1.0f), out(10);
+  ASSERT_TRUE(EncodeOneBit(a, *p, x, out).ok());
+  for (float v : out) EXPECT_TRUE(v == 0.0f || v == 1.0f);
+  // Ten Bernoulli bits, one 64-bit draw each, and nothing else.
+  for (int i = 0; i < 10; ++i) (void)b.NextU64();
+  EXPECT_EQ(a.NextU64(), b.NextU64());
 }
 
 TEST(OneBitEncoderTest, DrbgFailureMidStreamReleasesNothing) {
@@ -530,6 +902,11 @@ TEST(OneBitEncoderTest, NoPublicFunctionAllocates) {
     ASSERT_TRUE(AssignDimensionsToReceivers(rng, 3, owner).ok());
     ASSERT_TRUE(EncodeOneBit(rng, *p, x, out).ok());
     ASSERT_TRUE(EncodeOneBitPartial(rng, *p, x, owner, 1, out).ok());
+    auto strict = MakeOneBitParams(PrivacyMode::kStrict, 6.0, 3, 16, kA, kB);
+    ASSERT_TRUE(strict.ok());
+    ASSERT_TRUE(EncodeOneBit(rng, *strict, x, out).ok());
+    ASSERT_TRUE(AssignReleasedDimensions(rng, *strict, owner).ok());
+    ASSERT_TRUE(EncodeOneBitPartial(rng, *strict, x, owner, 2, out).ok());
     ASSERT_TRUE(RecoverOneBit(*p, out, rec).ok());
     ASSERT_TRUE(PackOneBit(out, packed).ok());
     ASSERT_TRUE(UnpackOneBit(packed, rec).ok());

@@ -16,12 +16,21 @@ uint32_t LargestBin(uint32_t dims, uint32_t workload) {
   return dims / workload + (dims % workload != 0 ? 1u : 0u);
 }
 
-// (b - a)/2 * (e^eps' + 1)/(e^eps' - 1): the distance of a recovered 0 or 1
-// from the midpoint. (e+1)/(e-1) = 1/tanh(eps'/2), which stays accurate for
-// the tiny eps' that a large d produces, where e - 1 would cancel.
+// (d/m) (b - a)/2 (e^eps' + 1)/(e^eps' - 1): the distance of a recovered 0
+// or 1 from the midpoint. (e+1)/(e-1) = 1/tanh(eps'/2), which stays accurate
+// for the tiny eps' that a large d produces in paper mode, where e - 1 would
+// cancel. d/m undoes the sampling: a dim is released with probability m/d.
 double RecoveryHalfSpan(const OneBitParams& p) {
-  return 0.5 * (static_cast<double>(p.upper) - static_cast<double>(p.lower)) /
+  const double undo_sampling = static_cast<double>(p.dims) / static_cast<double>(p.released_dims);
+  return undo_sampling * 0.5 * (static_cast<double>(p.upper) - static_cast<double>(p.lower)) /
          std::tanh(0.5 * p.epsilon_per_element);
+}
+
+// m = max(1, floor(eps / 2.5)), at most d (header comment).
+uint32_t StrictReleasedDims(double epsilon, uint32_t dims) {
+  const double m = std::floor(epsilon / kStrictEpsilonPerReleasedDim);
+  if (!(m >= 1.0)) return 1;
+  return m >= static_cast<double>(dims) ? dims : static_cast<uint32_t>(m);
 }
 
 Status ValidateParams(const OneBitParams& p) {
@@ -32,6 +41,7 @@ Status ValidateParams(const OneBitParams& p) {
     return Status::InvalidArgument();
   }
   if (p.workload == 0 || p.dims == 0) return Status::InvalidArgument();
+  if (p.released_dims == 0 || p.released_dims > p.dims) return Status::InvalidArgument();
   // A recovered value must be a finite float, or training would see inf.
   const double mid = 0.5 * (static_cast<double>(p.lower) + static_cast<double>(p.upper));
   const double extreme = std::fabs(mid) + RecoveryHalfSpan(p);
@@ -49,6 +59,18 @@ Status ValidateFeature(const OneBitParams& p, Span<const float> x, Span<float> o
     if (v < p.lower || v > p.upper) return Status::OutOfRange();
   }
   return Status::Ok();
+}
+
+// Knuth's selection sampling (Algorithm S), one step: with `remaining` dims
+// left (this one included) and *needed still to take, takes this one with
+// probability needed / remaining. Over a whole pass exactly the initial
+// *needed dims are taken and every subset of that size is equally likely.
+// needed == remaining takes without drawing, so a pass that keeps every dim
+// (paper mode) consumes no randomness.
+bool TakeNext(Drbg& rng, uint32_t* needed, uint32_t remaining) {
+  if (*needed == 0 || !rng.BernoulliRational(*needed, remaining)) return false;
+  --*needed;
+  return true;
 }
 
 float DrawBit(Drbg& rng, const OneBitParams& p, float x) {
@@ -95,11 +117,16 @@ Result<OneBitParams> MakeOneBitParams(PrivacyMode mode, double epsilon, uint32_t
   p.upper = upper;
   p.workload = workload;
   p.dims = dims;
-  // kPaper: Eq. 26's eps * wl(u) / d. kStrict: each dim is released once in
-  // total (to one receiver), so eps / d per element bounds the union by eps.
-  p.epsilon_per_element = mode == PrivacyMode::kPaper
-                              ? epsilon * static_cast<double>(workload) / static_cast<double>(dims)
-                              : epsilon / static_cast<double>(dims);
+  if (mode == PrivacyMode::kPaper) {
+    // Eq. 26's eps * wl(u) / d on every dim.
+    p.released_dims = dims;
+    p.epsilon_per_element = epsilon * static_cast<double>(workload) / static_cast<double>(dims);
+  } else {
+    // m sampled dims, each released once in total (to one receiver), at
+    // eps / m: the union of the receivers is held to eps.
+    p.released_dims = StrictReleasedDims(epsilon, dims);
+    p.epsilon_per_element = epsilon / static_cast<double>(p.released_dims);
+  }
   NODEFL_TRY(ValidateParams(p));
   return p;
 }
@@ -107,9 +134,10 @@ Result<OneBitParams> MakeOneBitParams(PrivacyMode mode, double epsilon, uint32_t
 Result<OneBitCost> OneBitEpsilon(const OneBitParams& params) {
   NODEFL_TRY(ValidateParams(params));
   OneBitCost cost;
-  cost.per_receiver =
-      static_cast<double>(LargestBin(params.dims, params.workload)) * params.epsilon_per_element;
-  cost.all_receivers = static_cast<double>(params.dims) * params.epsilon_per_element;
+  const uint32_t bin = LargestBin(params.dims, params.workload);
+  const uint32_t seen_by_one = bin < params.released_dims ? bin : params.released_dims;
+  cost.per_receiver = static_cast<double>(seen_by_one) * params.epsilon_per_element;
+  cost.all_receivers = static_cast<double>(params.released_dims) * params.epsilon_per_element;
   return cost;
 }
 
@@ -148,11 +176,29 @@ Status AssignDimensionsToReceivers(Drbg& rng, uint32_t workload, Span<uint32_t> 
   return rng.status();
 }
 
+Status AssignReleasedDimensions(Drbg& rng, const OneBitParams& params, Span<uint32_t> receiver_of_dim) {
+  NODEFL_TRY(ValidateParams(params));
+  if (receiver_of_dim.size() != params.dims) return Status::InvalidArgument();
+  NODEFL_TRY(AssignDimensionsToReceivers(rng, params.workload, receiver_of_dim));
+  // Independently of the partition, keep a uniform m-subset of the dims.
+  uint32_t needed = params.released_dims;
+  for (size_t i = 0; i < receiver_of_dim.size(); ++i) {
+    if (TakeNext(rng, &needed, params.dims - static_cast<uint32_t>(i))) continue;
+    receiver_of_dim[i] = kDimNotReleased;
+  }
+  return rng.status();
+}
+
 Status EncodeOneBit(Drbg& rng, const OneBitParams& params, Span<const float> x,
                     Span<float> encoded_out) {
   NODEFL_TRY(ValidateFeature(params, x, encoded_out));
   NODEFL_TRY(rng.status());
-  for (size_t i = 0; i < x.size(); ++i) encoded_out[i] = DrawBit(rng, params, x[i]);
+  uint32_t needed = params.released_dims;
+  for (size_t i = 0; i < x.size(); ++i) {
+    // 0.5 recovers to the midpoint: an unreleased dim carries no information.
+    const bool released = TakeNext(rng, &needed, params.dims - static_cast<uint32_t>(i));
+    encoded_out[i] = released ? DrawBit(rng, params, x[i]) : 0.5f;
+  }
   return FinishDraws(rng, encoded_out);
 }
 
@@ -164,10 +210,16 @@ Status EncodeOneBitPartial(Drbg& rng, const OneBitParams& params, Span<const flo
     return Status::InvalidArgument();
   }
   uint32_t in_bin = 0;
+  uint32_t released = 0;
   for (const uint32_t k : receiver_of_dim) {
+    if (k == kDimNotReleased) continue;
     if (k >= params.workload) return Status::InvalidArgument();
     in_bin += (k == receiver);
+    ++released;
   }
+  // Exactly m released dims: more would spend more than all_receivers, fewer
+  // would bias the d/m-scaled recovery.
+  if (released != params.released_dims) return Status::InvalidArgument();
   if (in_bin > LargestBin(params.dims, params.workload)) return Status::InvalidArgument();
   NODEFL_TRY(rng.status());
   for (size_t i = 0; i < x.size(); ++i) {
