@@ -101,6 +101,10 @@ TEST_F(OtTest, BaseOtRefusesPointsOffTheCurveAndMisuse) {
   EXPECT_EQ(sender.Respond(ConstByteSpan(a, 64), 0, Span<OtKey>(&k0, 1), Span<OtKey>(&k1, 1)),
             Status::InvalidArgument());
   EXPECT_EQ(receiver.Begin(Tag(3), ConstByteSpan(a, sizeof(a)), nullptr, nullptr), Status::InvalidArgument());
+  // B = A would make the second key a*(B - A) the identity: refused as a
+  // malformed peer message, not an internal error.
+  EXPECT_EQ(sender.Respond(ConstByteSpan(a, sizeof(a)), 0, Span<OtKey>(&k0, 1), Span<OtKey>(&k1, 1)),
+            Status::Unauthenticated());
 }
 
 TEST(BitMatrixTest, TransposeMatchesTheDefinition) {

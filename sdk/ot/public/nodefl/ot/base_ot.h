@@ -2,25 +2,73 @@
 //
 // Base oblivious transfers from public-key operations: the "simplest OT" of
 // Chou and Orlandi (2015) on P-256, every group operation done by MbedTLS
-// (mbedtls_ecp_mul, mbedtls_ecp_muladd), semi-honest security.
+// 2.28, semi-honest security.
 //
 //   sender:   a random, A = a*G                               --- A --->
 //   receiver: per OT i with choice c_i: b_i random,
 //             B_i = b_i*G + c_i*A, key_i = H(i, A, B_i, b_i*A) <-- B_i ---
 //   sender:   key0_i = H(i, A, B_i, a*B_i),
-//             key1_i = H(i, A, B_i, a*B_i - a*A)
+//             key1_i = H(i, A, B_i, a*(B_i - A))
 //
 // B_i is a uniformly random point whatever c_i is, so the sender learns
 // nothing about the choice; the receiver cannot compute the other key
 // without solving CDH. H is KeyHash(kBaseOt, tag, i). A sender's `a` may
 // serve any number of OTs of one run (indices must differ).
 //
-// The receiver's choice never steers a branch: both b*G and b*G + A are
-// computed and one is taken with mbedtls_mpi_safe_cond_assign. Scalar
-// multiplications by secrets use mbedtls_ecp_mul with blinding (`random`);
-// mbedtls_ecp_muladd is used only with the public scalars 1 and -1.
+// Timing. MbedTLS documents mbedtls_ecp_mul as running the same sequence of
+// field operations for every scalar, and with an RNG it randomises the
+// projective coordinates of its intermediate points (which also hides the
+// output's value from the final normalisation); its time may still depend
+// on the base point. mbedtls_ecp_muladd gives no such promise: the point
+// addition and the normalisation of its result branch and reduce
+// differently for different coordinates. So here:
 //
-// Cost per OT: sender one scalar multiplication, receiver two; 65 bytes
+//   1. Every secret scalar (a, b_i, b_i^-1) goes only through
+//      mbedtls_ecp_mul with an RNG, on a base point whose timing cannot
+//      carry a secret (below).
+//   2. mbedtls_ecp_muladd adds two points (scalars 1 and -1 only, which it
+//      copies or negates without multiplying) and only where neither input
+//      nor the sum can tell a timing observer anything secret.
+//
+// The sender (secrets: a, and whatever a*B and a*(B - A) would reveal):
+// the former a*B - a*A added two SECRET points. Now it adds B and -A, both
+// public (A is what it sent, B what it received), so the addition's inputs
+// and output are all known to everyone; then a*B and a*(B - A) are two
+// blinded multiplications of public base points. Cost: two
+// multiplications per OT instead of one and an addition.
+//
+// The receiver (secret: c; b is fresh and B is public). The textbook b*G + A
+// cannot be done by an addition: given the public B, the point b*G is B
+// (c = 0) or B - A (c = 1), so the sender can predict the addition's inputs
+// under each hypothesis and compare its timing with both predictions. The
+// receiver instead computes, with b uniform on [1, n):
+//      t = b^-1 * A            (blinded multiplication; b^-1 by a blinded
+//                               inversion, see InvertBlinded in the .cc)
+//      r = G + t               (the one addition)
+//      p = b * G,  q = b * r   (= b*G + A; both ALWAYS computed)
+//      B = q if c else p       (mbedtls_mpi_safe_cond_assign, no branch)
+//      key point b * A         (blinded multiplication, public base)
+// Why nothing here depends on c by timing:
+//   * The multiplications run for both values of c with the same scalars
+//     and base points (A, G, r, G, A), and only the selection, which is
+//     constant time, depends on c.
+//   * The one addition's inputs are the public G and t = b^-1 * A, and t
+//     (hence r) is the only point whose value the timing can depend on.
+//     t is uniformly random whatever c is. Relating it to what the sender
+//     sees requires b^-1 * G from the point b*G (= B or B - A, one per
+//     hypothesis): the sender knows a, so t = a * (b^-1 * G), and b*G to
+//     b^-1*G is the inverse Diffie-Hellman problem, as hard as CDH. So
+//     partial information about t from timing could be tested against the
+//     two hypotheses only by solving it; we assume (as for the hardness of
+//     DH bits in general) that timing leaks of t do not help.
+//   * The multiplication q = b * r has the secret base point r, so its
+//     table precomputation may leak r by timing: the same argument as for t.
+//   * Outputs p and q are normalised from randomised coordinates (above);
+//     the selected one is B, which is public anyway.
+// Cost: four multiplications and a blinded inversion per OT (formerly two
+// and an addition).
+//
+// Cost per OT: sender two scalar multiplications, receiver four; 65 bytes
 // (an uncompressed point) each way per OT plus one point for the run.
 // Heap: inside MbedTLS (bignums), none here.
 #pragma once
@@ -64,7 +112,7 @@ class BaseOtSender {
  private:
   mbedtls_ecp_group group_;
   mbedtls_mpi a_;
-  mbedtls_ecp_point a_times_a_;  // a*A
+  mbedtls_ecp_point a_pub_;  // A = a*G
   OtTag tag_;
   uint8_t a_point_[kOtPointBytes] = {};
   tls::RandomFunction random_ = nullptr;
