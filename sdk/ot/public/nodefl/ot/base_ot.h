@@ -34,8 +34,7 @@
 // the former a*B - a*A added two SECRET points. Now it adds B and -A, both
 // public (A is what it sent, B what it received), so the addition's inputs
 // and output are all known to everyone; then a*B and a*(B - A) are two
-// blinded multiplications of public base points. Cost: two
-// multiplications per OT instead of one and an addition.
+// blinded multiplications of public base points.
 //
 // The receiver (secret: c; b is fresh and B is public). The textbook b*G + A
 // cannot be done by an addition: given the public B, the point b*G is B
@@ -49,9 +48,9 @@
 //      B = q if c else p       (mbedtls_mpi_safe_cond_assign, no branch)
 //      key point b * A         (blinded multiplication, public base)
 // Why nothing here depends on c by timing:
-//   * The multiplications run for both values of c with the same scalars
-//     and base points (A, G, r, G, A), and only the selection, which is
-//     constant time, depends on c.
+//   * The four multiplications (b^-1 * A, b * G, b * r, b * A) run for
+//     both values of c with the same scalars and base points; only the
+//     selection, which is constant time, depends on c.
 //   * The one addition's inputs are the public G and t = b^-1 * A, and t
 //     (hence r) is the only point whose value the timing can depend on.
 //     t is uniformly random whatever c is. Relating it to what the sender
@@ -65,12 +64,11 @@
 //     table precomputation may leak r by timing: the same argument as for t.
 //   * Outputs p and q are normalised from randomised coordinates (above);
 //     the selected one is B, which is public anyway.
-// Cost: four multiplications and a blinded inversion per OT (formerly two
-// and an addition).
 //
-// Cost per OT: sender two scalar multiplications, receiver four; 65 bytes
-// (an uncompressed point) each way per OT plus one point for the run.
-// Heap: inside MbedTLS (bignums), none here.
+// Cost per OT: sender two scalar multiplications, receiver four and a
+// blinded inversion (before this timing argument: one and two); 65 bytes
+// (an uncompressed point) from the receiver per OT, plus the sender's one
+// point per run. Heap: inside MbedTLS (bignums), none here.
 #pragma once
 
 #include <mbedtls/ecp.h>
