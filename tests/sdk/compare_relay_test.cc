@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "nodefl/compare/compare_role.h"
 #include "nodefl/compare/comparison_session.h"
 #include "nodefl/core/little_endian.h"
 #include "nodefl/random/drbg.h"
@@ -50,12 +51,15 @@ Observed RunSealed(TestPki& pki, uint32_t x, uint32_t y, seal::PairKeys* keys_ou
   seal::PairKeys pair, job;
   const std::vector<uint8_t> cert_b = pki.Device(4).certificate_der;
   EXPECT_TRUE(seal::VerifyAndDerivePairKeys(a.credentials, cert_b, 3, 4, &tls::DrbgRandom, &a.drbg, &pair).ok());
-  EXPECT_TRUE(seal::DeriveJobKeys(pair, salt, 9, &job).ok());
+  seal::JobKeyPair a_key, b_key;
+  EXPECT_TRUE(a_key.Generate(9, salt, &tls::DrbgRandom, &a.drbg).ok());
+  EXPECT_TRUE(b_key.Generate(9, salt, &tls::DrbgRandom, &b.drbg).ok());
+  EXPECT_TRUE(seal::DeriveJobKeys(pair, a_key, 3, b_key.public_key(), &tls::DrbgRandom, &a.drbg, &job).ok());
   *keys_out = job;
   RunShape shape;
   shape.plan = PlanComparison(8).value();
   shape.count = 1;
-  shape.max_message_bytes = 4068;
+  shape.max_message_bytes = static_cast<uint32_t>(kCompareMessageBytes);
   std::vector<ComparisonSlot> sa(1), sb(1);
   std::vector<uint8_t> tables(shape.plan.table_bytes());
   ComparisonSession pa(ComparisonStorage{Span<ComparisonSlot>(sa), ByteSpan(tables)});
@@ -126,7 +130,12 @@ TEST(CompareRelayTest, TheRelaySeesOnlySealedBytesOfInputIndependentSizes) {
   ASSERT_TRUE(seal::VerifyAndDerivePairKeys(relay_like.credentials, cert_4, 5, 4,
                                             &tls::DrbgRandom, &relay_like.drbg, &other)
                   .ok());
-  ASSERT_TRUE(seal::DeriveJobKeys(other, salt, 9, &other_job).ok());
+  seal::JobKeyPair relay_key, key_4;
+  ASSERT_TRUE(relay_key.Generate(9, salt, &tls::DrbgRandom, &relay_like.drbg).ok());
+  ASSERT_TRUE(key_4.Generate(9, salt, &tls::DrbgRandom, &relay_like.drbg).ok());
+  ASSERT_TRUE(
+      seal::DeriveJobKeys(other, relay_key, 5, key_4.public_key(), &tls::DrbgRandom, &relay_like.drbg, &other_job)
+          .ok());
   std::vector<uint8_t> out(4096);
   uint64_t c = 0;
   for (const auto& s : low.sealed) {

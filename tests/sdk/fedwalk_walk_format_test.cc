@@ -143,9 +143,11 @@ TEST(WalkFormatTest, WalkMessageRoundTripAndBounds) {
   h.hops = 5;
   h.count = 3;
   EXPECT_EQ(WalkLength(h), 3u + 1 + 7);
-  std::vector<uint8_t> m(WalkMessageBytes(3));
+  // Padded to WalkLength = 11 ids, whatever the count.
+  EXPECT_EQ(PaddedWalkMessageBytes(h), WalkMessageBytes(11));
+  std::vector<uint8_t> m(PaddedWalkMessageBytes(h));
   ASSERT_TRUE(EncodeWalkHeader(h, m).ok());
-  const std::vector<uint8_t> want_header = {1, 0x01, 7, 0, 4, 3, 2, 1, 5, 0, 3, 0};
+  const std::vector<uint8_t> want_header = {2, 0x01, 7, 0, 4, 3, 2, 1, 5, 0, 3, 0};
   EXPECT_EQ(std::vector<uint8_t>(m.begin(), m.begin() + 12), want_header);
   for (uint32_t i = 0; i < 3; ++i) {
     for (int k = 0; k < 4; ++k) m[12 + 4 * i + k] = static_cast<uint8_t>((100 + i) >> (8 * k));
@@ -159,15 +161,19 @@ TEST(WalkFormatTest, WalkMessageRoundTripAndBounds) {
   EXPECT_EQ(back->count, h.count);
   EXPECT_EQ(WalkIdAt(ConstByteSpan(m).subspan(12), 2), 102u);
 
-  // Size must match count exactly.
+  // Size must be the padded size exactly, the padding zero.
   std::vector<uint8_t> longer = m;
   longer.push_back(0);
   EXPECT_FALSE(DecodeWalkMessage(longer).ok());
   EXPECT_FALSE(DecodeWalkMessage(ConstByteSpan(m).first(m.size() - 4)).ok());
+  EXPECT_FALSE(DecodeWalkMessage(ConstByteSpan(m).first(WalkMessageBytes(3))).ok());  // unpadded (version 1's size)
   EXPECT_FALSE(DecodeWalkMessage(ConstByteSpan(m).first(11)).ok());
+  std::vector<uint8_t> dirty = m;
+  dirty.back() = 1;
+  EXPECT_FALSE(DecodeWalkMessage(dirty).ok());
   // Version, unknown flags, remaining 0, too long.
   std::vector<uint8_t> bad = m;
-  bad[0] = 2;
+  bad[0] = 1;
   EXPECT_FALSE(DecodeWalkMessage(bad).ok());
   bad = m;
   bad[1] = 0x02;

@@ -110,11 +110,12 @@ TEST_F(SealTest, BothSidesDeriveTheSameDirectionKeys) {
 TEST_F(SealTest, RoundTripsBothWays) {
   const std::vector<uint8_t> message = Text("walk step 3: visit node 8");
   const std::vector<uint8_t> sealed = SealAtoB(message, 1);
-  ASSERT_EQ(sealed.size(), message.size() + 24);
-  // The counter travels in clear at the front.
-  EXPECT_EQ(sealed[7], 1);
-  EXPECT_EQ(0, std::memcmp(sealed.data(), "\0\0\0\0\0\0\0", 7));
-  EXPECT_EQ(std::string(sealed.begin() + 8, sealed.end() - 16).find("walk"), std::string::npos);
+  ASSERT_EQ(sealed.size(), message.size() + 32);
+  // The key id, then the counter travel in clear at the front.
+  EXPECT_EQ(0, std::memcmp(sealed.data(), ab_->low_to_high_id, kSealKeyIdBytes));
+  EXPECT_EQ(sealed[kSealKeyIdBytes + 7], 1);
+  EXPECT_EQ(0, std::memcmp(sealed.data() + kSealKeyIdBytes, "\0\0\0\0\0\0\0", 7));
+  EXPECT_EQ(std::string(sealed.begin() + 16, sealed.end() - 16).find("walk"), std::string::npos);
 
   std::vector<uint8_t> opened(message.size());
   uint64_t counter = 0;
@@ -144,7 +145,7 @@ TEST_F(SealTest, EmptyAndMaximalPlaintexts) {
   uint64_t counter = 0;
   EXPECT_EQ(Open(*ba_, 7, 8, 5, sealed, ByteSpan(none, 0), &counter).value(), 0u);
 
-  static_assert(kMaxSealPlaintextBytes == 4096 - 24, "matches the wire bound");
+  static_assert(kMaxSealPlaintextBytes == 4096 - 32, "matches the wire bound");
   const std::vector<uint8_t> largest(kMaxSealPlaintextBytes, 0xAB);
   const std::vector<uint8_t> big_sealed = SealAtoB(largest, 3);
   EXPECT_EQ(big_sealed.size(), kMaxSealedBytes);
@@ -336,19 +337,44 @@ TEST_F(SealTest, DerivationChecksItsInputs) {
   EXPECT_EQ(keys.low_to_high[0] | keys.low_to_high[31] | keys.high_to_low[0], 0);
 }
 
-TEST_F(SealTest, JobKeysAgreeAndSeparateJobs) {
+// Both devices of a pair draw an ephemeral key for the job; each derives
+// the job keys from its own ephemeral key and the other's public one.
+// Each instance draws from streams of its own (a device's RNG, seeded
+// from entropy in production, never repeats its draws; deterministic
+// streams keep the test reproducible).
+struct JobPair {
+  JobPair(uint64_t job_id, const std::vector<uint8_t>& salt) {
+    static uint64_t instances = 0;
+    ++instances;
+    EXPECT_TRUE(rng_a.SeedDeterministic(0xA, instances).ok());
+    EXPECT_TRUE(rng_b.SeedDeterministic(0xB, instances).ok());
+    EXPECT_TRUE(a_key.Generate(job_id, salt, &tls::DrbgRandom, &rng_a).ok());
+    EXPECT_TRUE(b_key.Generate(job_id, salt, &tls::DrbgRandom, &rng_b).ok());
+  }
+  Drbg rng_a, rng_b;
+  JobKeyPair a_key, b_key;
+};
+
+TEST_F(SealTest, JobKeysAgreeAndDifferFromThePairKeys) {
   const std::vector<uint8_t> salt(16, 0x5A);
+  JobPair job(42, salt);
+  ASSERT_TRUE(job.a_key.valid());
+  EXPECT_EQ(job.a_key.public_key().size(), kJobPublicKeyBytes);
+  EXPECT_EQ(job.a_key.public_key()[0], 0x04);  // uncompressed point
+  EXPECT_EQ(job.a_key.job_id(), 42u);
   PairKeys job_ab;
   PairKeys job_ba;
-  ASSERT_TRUE(DeriveJobKeys(*ab_, salt, 42, &job_ab).ok());
-  ASSERT_TRUE(DeriveJobKeys(*ba_, salt, 42, &job_ba).ok());
+  ASSERT_TRUE(DeriveJobKeys(*ab_, job.a_key, 7, job.b_key.public_key(), &tls::DrbgRandom, &job.rng_a, &job_ab).ok());
+  ASSERT_TRUE(DeriveJobKeys(*ba_, job.b_key, 8, job.a_key.public_key(), &tls::DrbgRandom, &job.rng_b, &job_ba).ok());
   EXPECT_EQ(job_ab.low_id, 7u);
   EXPECT_EQ(job_ab.high_id, 8u);
   EXPECT_EQ(0, std::memcmp(job_ab.low_to_high, job_ba.low_to_high, kSealKeyBytes));
   EXPECT_EQ(0, std::memcmp(job_ab.high_to_low, job_ba.high_to_low, kSealKeyBytes));
+  EXPECT_EQ(0, std::memcmp(job_ab.low_to_high_id, job_ba.low_to_high_id, kSealKeyIdBytes));
   EXPECT_NE(0, std::memcmp(job_ab.low_to_high, ab_->low_to_high, kSealKeyBytes));
+  EXPECT_NE(0, std::memcmp(job_ab.low_to_high, job_ab.high_to_low, kSealKeyBytes));
 
-  // Sealed under one job's keys, it opens only with that job's keys.
+  // Sealed under the job's keys, it opens only with them.
   const std::vector<uint8_t> message = Text("job 42");
   std::vector<uint8_t> sealed(message.size() + kSealOverheadBytes);
   ASSERT_TRUE(Seal(job_ab, SealHeader{7, 8, 42, 1}, message, sealed).ok());
@@ -357,17 +383,114 @@ TEST_F(SealTest, JobKeysAgreeAndSeparateJobs) {
   EXPECT_TRUE(Open(job_ba, 7, 8, 42, sealed, opened, &counter).ok());
   EXPECT_EQ(opened, message);
   EXPECT_EQ(Open(*ba_, 7, 8, 42, sealed, opened, &counter).status(), Status::Unauthenticated());
-  PairKeys other_salt;
-  const std::vector<uint8_t> salt2(16, 0xA5);
-  ASSERT_TRUE(DeriveJobKeys(*ba_, salt2, 42, &other_salt).ok());
-  EXPECT_EQ(Open(other_salt, 7, 8, 42, sealed, opened, &counter).status(), Status::Unauthenticated());
-  PairKeys other_job;
-  ASSERT_TRUE(DeriveJobKeys(*ba_, salt, 43, &other_job).ok());
-  EXPECT_NE(0, std::memcmp(other_job.low_to_high, job_ba.low_to_high, kSealKeyBytes));
+}
 
-  const std::vector<uint8_t> short_salt(kMinJobSaltBytes - 1, 1);
-  EXPECT_EQ(DeriveJobKeys(*ab_, short_salt, 42, &other_job), Status::InvalidArgument());
-  EXPECT_EQ(DeriveJobKeys(PairKeys(), salt, 42, &other_job), Status::InvalidArgument());
+TEST_F(SealTest, NewEphemeralKeysMakeNewJobKeysWhateverTheServerRepeats) {
+  // The server repeats job id and salt (a rerun with a fixed seed, or a
+  // replayed JobStart): every start of the job still gets new keys, so a
+  // counter restarting at 1 never meets a key it was used under.
+  const std::vector<uint8_t> salt(16, 0x11);
+  JobPair first(1, salt);
+  JobPair again(1, salt);
+  EXPECT_NE(0, std::memcmp(first.a_key.public_key().data(), again.a_key.public_key().data(), kJobPublicKeyBytes));
+  PairKeys k1, k2;
+  ASSERT_TRUE(DeriveJobKeys(*ab_, first.a_key, 7, first.b_key.public_key(), &tls::DrbgRandom, &first.rng_a, &k1).ok());
+  ASSERT_TRUE(DeriveJobKeys(*ab_, again.a_key, 7, again.b_key.public_key(), &tls::DrbgRandom, &again.rng_a, &k2).ok());
+  EXPECT_NE(0, std::memcmp(k1.low_to_high, k2.low_to_high, kSealKeyBytes));
+  EXPECT_NE(0, std::memcmp(k1.low_to_high_id, k2.low_to_high_id, kSealKeyIdBytes));
+  // Only the sender restarted (b kept its key): still new keys.
+  PairKeys k3;
+  ASSERT_TRUE(DeriveJobKeys(*ab_, again.a_key, 7, first.b_key.public_key(), &tls::DrbgRandom, &again.rng_a, &k3).ok());
+  EXPECT_NE(0, std::memcmp(k1.low_to_high, k3.low_to_high, kSealKeyBytes));
+  // Only the receiver restarted: what was sealed for its old key does not
+  // open under the new one (no replay into the new run).
+  const std::vector<uint8_t> message = Text("counter 1");
+  std::vector<uint8_t> old_run(message.size() + kSealOverheadBytes);
+  ASSERT_TRUE(Seal(k1, SealHeader{7, 8, 1, 1}, message, old_run).ok());
+  PairKeys b_new;
+  ASSERT_TRUE(DeriveJobKeys(*ba_, again.b_key, 8, first.a_key.public_key(), &tls::DrbgRandom, &again.rng_b, &b_new).ok());
+  std::vector<uint8_t> opened(message.size());
+  uint64_t counter = 0;
+  EXPECT_EQ(Open(b_new, 7, 8, 1, old_run, opened, &counter).status(), Status::Unauthenticated());
+}
+
+TEST_F(SealTest, ASubstitutedJobKeyGivesKeysThatOpenNothing) {
+  // The server hands b an ephemeral key that is not a's (its own, or c's):
+  // a and b then hold different keys; nothing a seals opens at b.
+  const std::vector<uint8_t> salt(16, 0x22);
+  JobPair job(9, salt);
+  JobPair intruder(9, salt);
+  PairKeys a_view, b_view;
+  ASSERT_TRUE(DeriveJobKeys(*ab_, job.a_key, 7, job.b_key.public_key(), &tls::DrbgRandom, &job.rng_a, &a_view).ok());
+  ASSERT_TRUE(
+      DeriveJobKeys(*ba_, job.b_key, 8, intruder.a_key.public_key(), &tls::DrbgRandom, &job.rng_b, &b_view).ok());
+  const std::vector<uint8_t> message = Text("for b only");
+  std::vector<uint8_t> sealed(message.size() + kSealOverheadBytes);
+  ASSERT_TRUE(Seal(a_view, SealHeader{7, 8, 9, 1}, message, sealed).ok());
+  std::vector<uint8_t> opened(message.size());
+  uint64_t counter = 0;
+  EXPECT_EQ(Open(b_view, 7, 8, 9, sealed, opened, &counter).status(), Status::Unauthenticated());
+  // The intruder, holding its ephemeral private key but not the static pair
+  // keys, derives with c's pair keys at best: different keys again.
+  PairKeys c_keys = c_->KeysWith(*b_);
+  PairKeys intruder_view;
+  ASSERT_TRUE(DeriveJobKeys(c_keys, intruder.a_key, 9, job.b_key.public_key(), &tls::DrbgRandom, &intruder.rng_a,
+                            &intruder_view)
+                  .ok());
+  EXPECT_NE(0, std::memcmp(intruder_view.low_to_high, b_view.low_to_high, kSealKeyBytes));
+}
+
+TEST_F(SealTest, JobKeyInputsAreChecked) {
+  const std::vector<uint8_t> salt(16, 0x33);
+  JobPair job(5, salt);
+  PairKeys out;
+  // A point off the curve, a wrong size, nothing at all.
+  std::vector<uint8_t> bad(job.b_key.public_key().begin(), job.b_key.public_key().end());
+  bad[64] ^= 1;
+  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 7, bad, &tls::DrbgRandom, &job.rng_a, &out), Status::Unauthenticated());
+  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 7, ConstByteSpan(bad).first(33), &tls::DrbgRandom, &job.rng_a, &out),
+            Status::Unauthenticated());
+  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 7, ConstByteSpan(), &tls::DrbgRandom, &job.rng_a, &out),
+            Status::Unauthenticated());
+  EXPECT_FALSE(out.valid);
+  // Not one of the pair, no own key, no pair keys, no RNG.
+  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 9, job.b_key.public_key(), &tls::DrbgRandom, &job.rng_a, &out),
+            Status::InvalidArgument());
+  JobKeyPair none;
+  EXPECT_EQ(DeriveJobKeys(*ab_, none, 7, job.b_key.public_key(), &tls::DrbgRandom, &job.rng_a, &out),
+            Status::InvalidArgument());
+  EXPECT_EQ(DeriveJobKeys(PairKeys(), job.a_key, 7, job.b_key.public_key(), &tls::DrbgRandom, &job.rng_a, &out),
+            Status::InvalidArgument());
+  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 7, job.b_key.public_key(), nullptr, nullptr, &out),
+            Status::InvalidArgument());
+  // Salts out of range.
+  JobKeyPair k;
+  const std::vector<uint8_t> short_salt(kMinJobSaltBytes - 1, 1), long_salt(kMaxJobSaltBytes + 1, 1),
+      longest_salt(kMaxJobSaltBytes, 1);
+  EXPECT_EQ(k.Generate(5, short_salt, &tls::DrbgRandom, &job.rng_a), Status::InvalidArgument());
+  EXPECT_EQ(k.Generate(5, long_salt, &tls::DrbgRandom, &job.rng_a), Status::InvalidArgument());
+  EXPECT_FALSE(k.valid());
+  EXPECT_TRUE(k.public_key().empty());
+  ASSERT_TRUE(k.Generate(5, longest_salt, &tls::DrbgRandom, &job.rng_a).ok());
+  k.Wipe();
+  EXPECT_FALSE(k.valid());
+}
+
+TEST_F(SealTest, SealedPayloadsNameTheirKey) {
+  const std::vector<uint8_t> message = Text("which key?");
+  const std::vector<uint8_t> sealed = SealAtoB(message, 77);
+  uint8_t key_id[kSealKeyIdBytes];
+  uint64_t counter = 0;
+  ASSERT_TRUE(PeekSealed(sealed, key_id, &counter));
+  EXPECT_EQ(counter, 77u);
+  EXPECT_EQ(0, std::memcmp(key_id, ab_->low_to_high_id, kSealKeyIdBytes));
+  EXPECT_NE(0, std::memcmp(ab_->low_to_high_id, ab_->high_to_low_id, kSealKeyIdBytes));
+  EXPECT_FALSE(PeekSealed(ConstByteSpan(sealed).first(15), key_id, &counter));
+  // Another key id in front of a genuine payload: refused.
+  std::vector<uint8_t> renamed = sealed;
+  std::memcpy(renamed.data(), ab_->high_to_low_id, kSealKeyIdBytes);
+  std::vector<uint8_t> opened(message.size());
+  EXPECT_EQ(Open(*ba_, 7, 8, 5, renamed, opened, &counter).status(), Status::Unauthenticated());
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ TEST(WireEnvelopeTest, EncodingIsStandardProtobuf) {
   // What another protobuf implementation would produce for
   //   {version: 1, seq: 5, hello: {device_id: 7, software: "x"}}.
   const Proto expected =
-      Proto().U(1, 1).U(2, 5).Msg(10, Proto().U(1, 7).Bytes(5, {'x'}));
+      Proto().U(1, kProtocolVersion).U(2, 5).Msg(10, Proto().U(1, 7).Bytes(5, {'x'}));
   static nodefl_wire_Envelope env;
   InitEnvelope(&env, nodefl_wire_Envelope_hello_tag, 5);
   env.body.hello.device_id = 7;
@@ -127,8 +127,11 @@ TEST(WireEnvelopeTest, EncodingIsStandardProtobuf) {
 TEST(WireEnvelopeTest, WrongVersionIsFailedPrecondition) {
   static nodefl_wire_Envelope env;
   const Proto heartbeat = Proto().U(1, 1);
-  EXPECT_EQ(Decode(Proto().U(1, 2).U(2, 1).Msg(12, heartbeat), &env), Status::FailedPrecondition());
-  EXPECT_EQ(env.version, 2u);
+  // Version 1 (before per-job ephemeral keys) and a future version 3.
+  EXPECT_EQ(Decode(Proto().U(1, 1).U(2, 1).Msg(12, heartbeat), &env), Status::FailedPrecondition());
+  EXPECT_EQ(env.version, 1u);
+  EXPECT_EQ(Decode(Proto().U(1, 3).U(2, 1).Msg(12, heartbeat), &env), Status::FailedPrecondition());
+  EXPECT_EQ(env.version, 3u);
   // Version absent (0) in an otherwise valid envelope.
   EXPECT_EQ(Decode(Proto().U(2, 1).Msg(12, heartbeat), &env), Status::FailedPrecondition());
   // The version is judged before the body.
@@ -138,7 +141,7 @@ TEST(WireEnvelopeTest, WrongVersionIsFailedPrecondition) {
 TEST(WireEnvelopeTest, UnknownOrMissingBodyIsUnimplemented) {
   static nodefl_wire_Envelope env;
   // Field 99 (a future oneof member) is skipped by protobuf: no body left.
-  const Proto future = Proto().U(1, 1).U(2, 3).Msg(99, Proto().U(1, 1));
+  const Proto future = Proto().U(1, kProtocolVersion).U(2, 3).Msg(99, Proto().U(1, 1));
   Status s = Status::Unknown();
   NODEFL_EXPECT_NO_HEAP(s = Decode(future, &env));
   EXPECT_EQ(s, Status::Unimplemented());
@@ -146,11 +149,11 @@ TEST(WireEnvelopeTest, UnknownOrMissingBodyIsUnimplemented) {
   EXPECT_EQ(env.seq, 3u);  // the header is still there for the Error's offending_seq
   EXPECT_STREQ(BodyName(env.which_body), "none");
   // Other unknown wire types in the oneof range, and no body at all.
-  EXPECT_EQ(Decode(Proto().U(1, 1).U(60, 5), &env), Status::Unimplemented());
-  EXPECT_EQ(Decode(Proto().U(1, 1).Tag(77, 5).Raw({1, 2, 3, 4}), &env), Status::Unimplemented());
-  EXPECT_EQ(Decode(Proto().U(1, 1).U(2, 1), &env), Status::Unimplemented());
+  EXPECT_EQ(Decode(Proto().U(1, kProtocolVersion).U(60, 5), &env), Status::Unimplemented());
+  EXPECT_EQ(Decode(Proto().U(1, kProtocolVersion).Tag(77, 5).Raw({1, 2, 3, 4}), &env), Status::Unimplemented());
+  EXPECT_EQ(Decode(Proto().U(1, kProtocolVersion).U(2, 1), &env), Status::Unimplemented());
   // An unknown field next to a known body is ignored (forward compatibility).
-  EXPECT_TRUE(Decode(Proto().U(1, 1).U(5, 42).Msg(12, Proto().U(1, 3)).U(98, 1), &env).ok());
+  EXPECT_TRUE(Decode(Proto().U(1, kProtocolVersion).U(5, 42).Msg(12, Proto().U(1, 3)).U(98, 1), &env).ok());
   EXPECT_EQ(env.which_body, nodefl_wire_Envelope_heartbeat_tag);
   EXPECT_EQ(env.body.heartbeat.sent_at_us, 3u);
 }
@@ -180,19 +183,19 @@ TEST(WireEnvelopeTest, MalformedBytesAreDataLoss) {
 TEST(WireEnvelopeTest, FieldsAboveTheirBoundsAreDataLoss) {
   static nodefl_wire_Envelope env;
   const std::vector<uint8_t> sealed(kMaxSealedBytes + 1, 0xab);
-  EXPECT_EQ(Decode(Proto().U(1, 1).Msg(30, Proto().U(1, 2).Bytes(2, sealed)), &env), Status::DataLoss());
+  EXPECT_EQ(Decode(Proto().U(1, kProtocolVersion).Msg(30, Proto().U(1, 2).Bytes(2, sealed)), &env), Status::DataLoss());
   const std::vector<uint8_t> ok_sealed(kMaxSealedBytes, 0xab);
-  EXPECT_TRUE(Decode(Proto().U(1, 1).Msg(30, Proto().U(1, 2).Bytes(2, ok_sealed)), &env).ok());
+  EXPECT_TRUE(Decode(Proto().U(1, kProtocolVersion).Msg(30, Proto().U(1, 2).Bytes(2, ok_sealed)), &env).ok());
 
   const std::vector<uint8_t> software(kMaxSoftwareChars + 1, 'a');  // no room for the NUL
-  EXPECT_EQ(Decode(Proto().U(1, 1).Msg(10, Proto().Bytes(5, software)), &env), Status::DataLoss());
+  EXPECT_EQ(Decode(Proto().U(1, kProtocolVersion).Msg(10, Proto().Bytes(5, software)), &env), Status::DataLoss());
 
   Proto ids;
   for (size_t i = 0; i <= kMaxPeerKeyRequestIds; ++i) ids.U(1, i);
-  EXPECT_EQ(Decode(Proto().U(1, 1).Msg(20, ids), &env), Status::DataLoss());
+  EXPECT_EQ(Decode(Proto().U(1, kProtocolVersion).Msg(20, ids), &env), Status::DataLoss());
 
   const std::vector<uint8_t> token(kMaxResumeTokenBytes + 1, 1);
-  EXPECT_EQ(Decode(Proto().U(1, 1).Msg(11, Proto().Bytes(1, token)), &env), Status::DataLoss());
+  EXPECT_EQ(Decode(Proto().U(1, kProtocolVersion).Msg(11, Proto().Bytes(1, token)), &env), Status::DataLoss());
 }
 
 TEST(WireEnvelopeTest, EncodingRefusesWhatCannotBeSent) {
@@ -211,7 +214,7 @@ TEST(WireEnvelopeTest, EncodingRefusesWhatCannotBeSent) {
   EXPECT_EQ(EncodeEnvelope(env, out).status(), Status::InvalidArgument());
 
   InitEnvelope(&env, nodefl_wire_Envelope_heartbeat_tag);
-  env.version = 2;
+  env.version = kProtocolVersion + 1;
   EXPECT_EQ(EncodeEnvelope(env, out).status(), Status::InvalidArgument());
   env.version = kProtocolVersion;
   env.which_body = 99;
@@ -312,7 +315,7 @@ TEST(WireEnvelopeTest, BytesHelpers) {
 
 TEST(WireEnvelopeTest, UnknownJobKindsSurviveDecodingAsNumbers) {
   static nodefl_wire_Envelope env;
-  ASSERT_TRUE(Decode(Proto().U(1, 1).Msg(40, Proto().U(1, 77).U(2, 1000)), &env).ok());
+  ASSERT_TRUE(Decode(Proto().U(1, kProtocolVersion).Msg(40, Proto().U(1, 77).U(2, 1000)), &env).ok());
   EXPECT_EQ(EnumValue(env.body.job_start.kind), 77u);
   EXPECT_FALSE(IsKnownJobKind(EnumValue(env.body.job_start.kind)));
   EXPECT_TRUE(IsKnownJobKind(nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO));

@@ -307,10 +307,12 @@ TEST_F(TransportTest, DeviceCannotRegisterAsAnotherDevice) {
 
 // Asks the server (through `client`) for `peer_id`'s certificate and derives
 // the job keys the way the neighbour-echo role does: verify against the
-// pinned CA and the expected id, ECDH pair keys, then per-job keys.
+// pinned CA and the expected id, ECDH pair keys, then per-job keys with both
+// ephemeral keys (here exchanged by the test: no job runs on this server,
+// so it has no job keys to hand out and answers with the certificate alone).
 void DeriveKeysThroughServer(RawClient& client, ClientCredentials& own, uint32_t own_id, uint32_t peer_id,
-                             ConstByteSpan salt, uint64_t job_id, const std::vector<uint8_t>& genuine_der,
-                             seal::PairKeys* job_keys) {
+                             const seal::JobKeyPair& own_job_key, ConstByteSpan peer_job_key, uint64_t job_id,
+                             const std::vector<uint8_t>& genuine_der, seal::PairKeys* job_keys) {
   auto req = NewEnvelope(nodefl_wire_Envelope_peer_key_request_tag, job_id, 1);
   req->body.peer_key_request.device_ids[0] = peer_id;
   req->body.peer_key_request.device_ids_count = 1;
@@ -327,7 +329,8 @@ void DeriveKeysThroughServer(RawClient& client, ClientCredentials& own, uint32_t
   seal::PairKeys pair;
   ASSERT_TRUE(
       seal::DerivePairKeys(own.credentials, peer_key, own_id, peer_id, &tls::DrbgRandom, &own.drbg, &pair).ok());
-  ASSERT_TRUE(seal::DeriveJobKeys(pair, salt, job_id, job_keys).ok());
+  EXPECT_EQ(cert.job_key.size, 0u) << "a job key for a job that does not run";
+  ASSERT_TRUE(seal::DeriveJobKeys(pair, own_job_key, own_id, peer_job_key, &tls::DrbgRandom, &own.drbg, job_keys).ok());
 }
 
 TEST_F(TransportTest, TamperedRelayPayloadIsDetectedByTheReceiver) {
@@ -340,23 +343,27 @@ TEST_F(TransportTest, TamperedRelayPayloadIsDetectedByTheReceiver) {
   constexpr uint64_t kJob = 77;
   const uint8_t salt[seal::kMinJobSaltBytes] = {0x5a, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   seal::PairKeys a_keys, b_keys;
-  ASSERT_NO_FATAL_FAILURE(DeriveKeysThroughServer(*a, CredentialsFor(a_id), a_id, b_id, ConstByteSpan(salt), kJob,
-                                                  deployment_->device(b_id).certificate_der, &a_keys));
-  ASSERT_NO_FATAL_FAILURE(DeriveKeysThroughServer(*b, CredentialsFor(b_id), b_id, a_id, ConstByteSpan(salt), kJob,
-                                                  deployment_->device(a_id).certificate_der, &b_keys));
+  seal::JobKeyPair a_job, b_job;
+  ASSERT_TRUE(a_job.Generate(kJob, ConstByteSpan(salt), &tls::DrbgRandom, &CredentialsFor(a_id).drbg).ok());
+  ASSERT_TRUE(b_job.Generate(kJob, ConstByteSpan(salt), &tls::DrbgRandom, &CredentialsFor(b_id).drbg).ok());
+  ASSERT_NO_FATAL_FAILURE(DeriveKeysThroughServer(*a, CredentialsFor(a_id), a_id, b_id, a_job, b_job.public_key(),
+                                                  kJob, deployment_->device(b_id).certificate_der, &a_keys));
+  ASSERT_NO_FATAL_FAILURE(DeriveKeysThroughServer(*b, CredentialsFor(b_id), b_id, a_id, b_job, a_job.public_key(),
+                                                  kJob, deployment_->device(a_id).certificate_der, &b_keys));
   // Both ends reached the same keys from certificates the server relayed.
   ASSERT_EQ(std::memcmp(a_keys.low_to_high, b_keys.low_to_high, seal::kSealKeyBytes), 0);
   ASSERT_EQ(std::memcmp(a_keys.high_to_low, b_keys.high_to_low, seal::kSealKeyBytes), 0);
 
   const std::vector<uint8_t> plaintext = Bytes("the server must neither read nor alter this sentence, ever");
-  // One message per tampered region (counter, ciphertext, tag), then an intact one.
+  // One message per tampered region (key id, counter, ciphertext, tag), then an intact one.
   struct Sent {
     std::vector<uint8_t> sealed;
     bool tampered;
   };
   std::vector<Sent> sent;
   const size_t sealed_size = plaintext.size() + seal::kSealOverheadBytes;
-  for (size_t flip : {size_t{3}, seal::kSealCounterBytes + 10, sealed_size - 1, size_t{SIZE_MAX}}) {
+  for (size_t flip : {size_t{3}, seal::kSealKeyIdBytes + 3, seal::kSealKeyIdBytes + seal::kSealCounterBytes + 10,
+                      sealed_size - 1, size_t{SIZE_MAX}}) {
     std::vector<uint8_t> out(sealed_size);
     const seal::SealHeader header{a_id, b_id, kJob, /*counter=*/sent.size() + 1};
     const Result<size_t> n = seal::Seal(a_keys, header, ConstByteSpan(plaintext), ByteSpan(out));

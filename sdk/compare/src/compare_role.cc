@@ -7,7 +7,6 @@
 
 #include "nodefl/core/little_endian.h"
 #include "nodefl/roles/peer_key_requests.h"
-#include "nodefl/seal/job_keys.h"
 #include "nodefl/wire/envelope_codec.h"
 #include "nodefl/wire/sha256_compat.h"
 
@@ -91,10 +90,23 @@ void SecureCompareRole::DeriveTag(uint32_t session, uint32_t a, uint32_t b, ot::
 Status SecureCompareRole::StartJob(const nodefl_wire_Envelope& message) {
   const nodefl_wire_JobStart& start = message.body.job_start;
   if (message.round == 1) {
+    if (phase_ != Phase::kIdle && message.job_id == job_id_) {
+      // The job this role runs, again (a reconnect, or a replay): keep the
+      // ephemeral key and the counters under it; only repeat the report.
+      if (last_report_round_ == 1) resend_report_ = true;
+      return Status::Ok();
+    }
     Result<CompareJobParameters> params = DecodeCompareParameters(wire::BytesOf(start.parameters));
     if (!params.ok()) return params.status();
     Result<ComparisonPlan> plan = PlanComparison(params->width, params->digit_bits);
     if (!plan.ok()) return plan.status();
+    // A fresh ephemeral key, and with it fresh counters and windows below.
+    const Status keyed =
+        job_key_.Begin(message.job_id, ConstByteSpan(params->salt, kCompareSaltBytes), random_, random_context_);
+    if (!keyed.ok()) {
+      phase_ = Phase::kIdle;
+      return keyed;
+    }
     params_ = *params;
     plan_ = *plan;
     job_id_ = message.job_id;
@@ -117,21 +129,15 @@ Status SecureCompareRole::StartJob(const nodefl_wire_Envelope& message) {
       p.window = seal::ReplayWindow();
       p.next_counter = 1;
       p.key_ready = false;
-      p.key_requested = p.key_answered = p.pair_keys.valid;
-      if (p.pair_keys.valid) {
-        if (seal::DeriveJobKeys(p.pair_keys, ConstByteSpan(params_.salt, kCompareSaltBytes), job_id_, &p.job_keys)
-                .ok()) {
-          p.key_ready = true;
-        } else {
-          ++stats_.key_failures;
-        }
-        ++keys_settled_;
-      }
+      // Every job needs each neighbour's job key; pair keys are kept, so a
+      // known neighbour's certificate is not checked again.
+      p.key_requested = p.key_answered = false;
     }
     return Status::Ok();
   }
   if (message.job_id != job_id_) return Status::FailedPrecondition();
   if (message.round == 2) {
+    if (phase_ == Phase::kSessions || phase_ == Phase::kDone) return Status::Ok();  // again: go on
     if (phase_ != Phase::kKeys && phase_ != Phase::kKeysReported) return Status::FailedPrecondition();
     phase_ = Phase::kSessions;
     return Status::Ok();
@@ -153,12 +159,15 @@ void SecureCompareRole::HandleCertificate(const nodefl_wire_PeerCertificate& cer
   peer->key_answered = true;
   if (outstanding_requests_ > 0) --outstanding_requests_;
   ++keys_settled_;
-  Status s = cert.found ? key_source_.Derive(credentials_, wire::BytesOf(cert.certificate_der), own_id_, peer->id,
-                                             random_, random_context_, &peer->pair_keys)
-                        : Status::NotFound();
+  Status s = Status::NotFound();
+  if (cert.found) {
+    s = peer->pair_keys.valid ? Status::Ok()
+                              : key_source_.Derive(credentials_, wire::BytesOf(cert.certificate_der), own_id_,
+                                                   peer->id, random_, random_context_, &peer->pair_keys);
+  }
   if (s.ok()) {
-    s = seal::DeriveJobKeys(peer->pair_keys, ConstByteSpan(params_.salt, kCompareSaltBytes), job_id_,
-                            &peer->job_keys);
+    s = seal::DeriveJobKeys(peer->pair_keys, job_key_.key(), own_id_, wire::BytesOf(cert.job_key), random_,
+                            random_context_, &peer->job_keys);
   }
   if (s.ok()) {
     peer->key_ready = true;
@@ -319,6 +328,9 @@ Status SecureCompareRole::OnMessage(const nodefl_wire_Envelope& message, device:
 }
 
 Status SecureCompareRole::SendKeyRequests(device::DeviceSession& session) {
+  // The server holds our job key before anyone asks it for it.
+  NODEFL_TRY(job_key_.SendIfDue(session, 1));
+  if (job_key_.due()) return Status::Ok();
   return roles::SendPeerKeyRequests(session, job_id_, 1, peers_, &request_cursor_, &outstanding_requests_,
                                     kCompareMaxOutstandingKeyRequests);
 }
@@ -412,6 +424,8 @@ void SecureCompareRole::OnSessionRestart(bool) {
   if (phase_ == Phase::kKeys) {
     roles::ForgetUnansweredPeerKeyRequests(peers_, &request_cursor_, &outstanding_requests_);
   }
+  // The server keeps our job key; announcing it again covers one that lost it.
+  if (phase_ != Phase::kIdle && phase_ != Phase::kDone) job_key_.OnSessionRestart();
   if (last_report_round_ != 0) resend_report_ = true;
 }
 
@@ -459,6 +473,12 @@ Status SecureCompareRole::OnPoll(uint64_t, device::DeviceSession& session) {
     if (idle) {
       NODEFL_TRY(Report(session, 3, Status::Ok()));
       phase_ = Phase::kDone;
+      // Nothing more is sealed or opened in this job: forget its keys.
+      job_key_.End();
+      for (ComparePeer& p : peers_) {
+        p.job_keys.Wipe();
+        p.key_ready = false;
+      }
     }
   }
   return Status::Ok();

@@ -114,7 +114,10 @@ Result<WalkHeader> DecodeWalkMessage(ConstByteSpan message) {
   h.hops = LoadU16Le(in + 8);
   h.count = LoadU16Le(in + 10);
   NODEFL_TRY(CheckWalkHeader(h));
-  if (message.size() != WalkMessageBytes(h.count)) return Status::InvalidArgument();
+  if (message.size() != PaddedWalkMessageBytes(h)) return Status::InvalidArgument();
+  for (size_t i = WalkMessageBytes(h.count); i < message.size(); ++i) {
+    if (in[i] != 0) return Status::InvalidArgument();
+  }
   return h;
 }
 

@@ -1,7 +1,6 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/fedwalk/walk_peers.h"
 
-#include "nodefl/seal/job_keys.h"
 #include "nodefl/wire/envelope_codec.h"
 
 namespace nodefl::fedwalk {
@@ -128,14 +127,26 @@ size_t WalkPeerTable::FillRequest(nodefl_wire_PeerKeyRequest* request, uint32_t 
   return added;
 }
 
-Status WalkPeerTable::DeriveJobKeys(WalkPeer* p) {
-  return seal::DeriveJobKeys(p->pair_keys, ConstByteSpan(salt_, salt_size_), job_id_, &p->job_keys);
+Status WalkPeerTable::Derive(WalkPeer* p, ConstByteSpan certificate_der, ConstByteSpan peer_job_key) {
+  if (own_key_ == nullptr || !own_key_->valid()) return Status::FailedPrecondition();
+  if (!p->pair_keys.valid) {
+    // A neighbour's certificate is checked once; its pair keys stay.
+    NODEFL_TRY(source_.Derive(credentials_, certificate_der, own_id_, p->id, random_, random_context_,
+                               &p->pair_keys));
+  }
+  return seal::DeriveJobKeys(p->pair_keys, *own_key_, own_id_, peer_job_key, random_, random_context_,
+                             &p->job_keys);
 }
 
-Status WalkPeerTable::Derive(WalkPeer* p, ConstByteSpan certificate_der) {
-  NODEFL_TRY(source_.Derive(credentials_, certificate_der, own_id_, p->id, random_, random_context_,
-                             &p->pair_keys));
-  return DeriveJobKeys(p);
+void WalkPeerTable::EndJob() {
+  auto end = [this](WalkPeer& p) {
+    p.job_keys.Wipe();
+    // Nothing of this job can be opened or sealed any more.
+    if (p.state != PeerKeyState::kUnused && p.state != PeerKeyState::kNone) SetState(&p, PeerKeyState::kFailed);
+  };
+  for (WalkPeer& p : neighbours_) end(p);
+  for (WalkPeer& p : cache_) end(p);
+  own_key_ = nullptr;
 }
 
 void WalkPeerTable::Settle(WalkPeer* p, Status derived) {
@@ -154,7 +165,8 @@ WalkPeer* WalkPeerTable::OnCertificate(const nodefl_wire_PeerCertificate& cert) 
   // Certificates nobody asked for (or a second answer) are ignored, never
   // trusted.
   if (p == nullptr || p->state != PeerKeyState::kRequested) return nullptr;
-  Settle(p, cert.found ? Derive(p, wire::BytesOf(cert.certificate_der)) : Status::NotFound());
+  Settle(p, cert.found ? Derive(p, wire::BytesOf(cert.certificate_der), wire::BytesOf(cert.job_key))
+                       : Status::NotFound());
   return p;
 }
 

@@ -40,6 +40,8 @@ FedWalkWalkRole::FedWalkWalkRole(uint32_t own_id, const WalkStorage& storage,
     : own_id_(own_id),
       storage_(storage),
       credentials_(credentials),
+      random_(random),
+      random_context_(random_context),
       rng_(rng),
       ledger_(ledger),
       peers_(credentials, random, random_context) {}
@@ -89,7 +91,9 @@ uint32_t FedWalkWalkRole::round() const { return phase_ == Phase::kIdle ? 0 : ro
 
 // ---- Job and rounds ---------------------------------------------------------------
 
-void FedWalkWalkRole::StartJob(uint64_t job_id, const WalkParameters& params) {
+Status FedWalkWalkRole::StartJob(uint64_t job_id, const WalkParameters& params) {
+  // A fresh ephemeral key, and with it a fresh counter below.
+  NODEFL_TRY(job_key_.Begin(job_id, ConstByteSpan(params.salt), random_, random_context_));
   job_id_ = job_id;
   params_ = params;
   stats_ = Stats{};
@@ -102,10 +106,11 @@ void FedWalkWalkRole::StartJob(uint64_t job_id, const WalkParameters& params) {
   const size_t slot_bytes = WalkSlotBytes(params.length);
   queue_.Bind(storage_.slots, storage_.slot_memory, slot_bytes, params.max_pending_walks);
   refused_ = queue_.capacity() == 0 || storage_.scratch.size() < slot_bytes;
-  peers_.StartJob(ConstByteSpan(params.salt), job_id, [this](size_t i) {
+  peers_.StartJob(job_key_.key(), [this](size_t i) {
     return !refused_ && inputs_.neighbours[i].has_codebook_row;
   });
   phase_ = Phase::kKeys;
+  return Status::Ok();
 }
 
 void FedWalkWalkRole::EnterRound(uint32_t round, uint32_t deadline_ms) {
@@ -137,7 +142,7 @@ Status FedWalkWalkRole::OnJobStart(const nodefl_wire_Envelope& message) {
       if (last_report_round_ == kWalkRoundKeys) resend_report_ = true;
       return Status::Ok();
     }
-    StartJob(message.job_id, params);
+    NODEFL_TRY(StartJob(message.job_id, params));
     EnterRound(kWalkRoundKeys, deadline_ms);
     return Status::Ok();
   }
@@ -154,6 +159,8 @@ Status FedWalkWalkRole::OnJobStart(const nodefl_wire_Envelope& message) {
 void FedWalkWalkRole::OnSessionRestart(bool /*resumed*/) {
   // Certificate requests and answers in flight died with the connection.
   peers_.OnRestart();
+  // The server keeps our job key; announcing it again covers one that lost it.
+  if (phase_ != Phase::kIdle && phase_ != Phase::kDone) job_key_.OnSessionRestart();
   // A report may not have reached the server: repeat the latest one.
   if (last_report_round_ != 0) resend_report_ = true;
 }
@@ -493,7 +500,12 @@ Status FedWalkWalkRole::SendForward(device::DeviceSession& session, WalkSlot* sl
     EndHere(slot, WalkOutcome::kDropped);
     return Status::Ok();
   }
-  const ConstByteSpan plaintext(bytes.data(), WalkMessageBytes(slot->header.count));
+  // Padded to the job's one walk-message size (walk_format.h); the slot
+  // holds WalkSlotBytes(l), room for it.
+  const size_t used = WalkMessageBytes(slot->header.count);
+  const size_t padded = PaddedWalkMessageBytes(slot->header);
+  for (size_t i = used; i < padded; ++i) bytes[i] = 0;
+  const ConstByteSpan plaintext(bytes.data(), padded);
   nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_relay_send_tag, job_id_, kWalkRoundWalks);
   m.body.relay_send.dst = peer->id;
   const seal::SealHeader header{own_id_, peer->id, job_id_, next_counter_};
@@ -515,6 +527,9 @@ Status FedWalkWalkRole::SendForward(device::DeviceSession& session, WalkSlot* sl
 }
 
 Status FedWalkWalkRole::SendKeyRequests(device::DeviceSession& session) {
+  // The server holds our job key before anyone asks it for it.
+  NODEFL_TRY(job_key_.SendIfDue(session, kWalkRoundKeys));
+  if (job_key_.due()) return Status::Ok();
   while (peers_.has_wanted() && session.CanSend() && peers_.outstanding() < kMaxOutstandingKeyRequests) {
     nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, round_);
     if (peers_.FillRequest(&m.body.peer_key_request, kMaxOutstandingKeyRequests) == 0) break;
@@ -611,6 +626,10 @@ Status FedWalkWalkRole::OnPoll(uint64_t now_us, device::DeviceSession& session) 
   if (phase_ == Phase::kReport && (queue_.in_use() == 0 || deadline_passed_) && session.CanSend()) {
     NODEFL_TRY(SendReport(session, kWalkRoundReport));
     phase_ = Phase::kDone;
+    // Nothing more is sealed in this job, and walks arriving now are lost
+    // anyway: forget the job's keys (forward secrecy).
+    peers_.EndJob();
+    job_key_.End();
   }
   return Status::Ok();
 }

@@ -94,6 +94,12 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
   deadline_us_ = now_us + uint64_t{start.deadline_ms} * 1000;
   deadline_passed_ = false;
   if (message.round == 1) {
+    if (phase_ != Phase::kIdle && message.job_id == job_id_) {
+      // The job this role runs, again (a reconnect, or a replay): keep the
+      // ephemeral key and the counters under it; only repeat the report.
+      if (last_report_round_ == 1) resend_report_ = true;
+      return Status::Ok();
+    }
     const ConstByteSpan params = wire::BytesOf(start.parameters);
     if (params.size() != kEchoJobSaltBytes && params.size() != kEchoParametersBytes) {
       return Status::InvalidArgument();
@@ -112,8 +118,13 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
         return Status::InvalidArgument();
       }
     }
+    // A fresh ephemeral key, and with it fresh counters and windows below.
+    const Status keyed = job_key_.Begin(message.job_id, params.first(kEchoJobSaltBytes), random_, random_context_);
+    if (!keyed.ok()) {
+      phase_ = Phase::kIdle;
+      return keyed;
+    }
     job_id_ = message.job_id;
-    std::memcpy(job_salt_, params.data(), kEchoJobSaltBytes);
     phase_ = Phase::kKeys;
     stats_ = Stats{};
     request_cursor_ = send_cursor_ = 0;
@@ -128,24 +139,19 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
       p.next_counter = 1;
       p.sent = p.received = 0;
       p.key_ready = false;
-      // Long-term pair keys survive across jobs: only new neighbours need a
-      // certificate round trip.
-      p.key_requested = p.pair_keys.valid;
-      p.key_answered = p.pair_keys.valid;
-      if (p.pair_keys.valid) {
-        if (seal::DeriveJobKeys(p.pair_keys, ConstByteSpan(job_salt_), job_id_, &p.job_keys).ok()) {
-          p.key_ready = true;
-        } else {
-          ++stats_.key_failures;
-        }
-        ++keys_settled_;
-      }
+      // Every job needs each neighbour's job key; long-term pair keys
+      // survive across jobs, so a known neighbour's certificate is not
+      // verified again.
+      p.key_requested = p.key_answered = false;
     }
     return Status::Ok();
   }
   if (message.round == 2) {
-    if (message.job_id != job_id_ || (phase_ != Phase::kKeysReported && phase_ != Phase::kKeys)) {
-      return Status::FailedPrecondition();
+    if (message.job_id != job_id_ || phase_ == Phase::kIdle) return Status::FailedPrecondition();
+    if (phase_ == Phase::kSend || phase_ == Phase::kDone) {
+      // Round 2 again (a reconnect, or a replay): go on; repeat the report.
+      if (last_report_round_ == 2) resend_report_ = true;
+      return Status::Ok();
     }
     phase_ = Phase::kSend;
     return Status::Ok();
@@ -164,14 +170,19 @@ Status NeighbourEchoRole::HandleCertificate(const nodefl_wire_PeerCertificate& c
     ++stats_.key_failures;
     return Status::Ok();
   }
-  seal::PeerPublicKey public_key;
-  Status s = seal::VerifyPeerCertificate(credentials_, wire::BytesOf(cert.certificate_der), peer->id,
-                                         &public_key);
-  if (s.ok()) {
-    s = seal::DerivePairKeys(credentials_, public_key, own_id_, peer->id, random_, random_context_,
-                             &peer->pair_keys);
+  Status s;
+  if (!peer->pair_keys.valid) {
+    seal::PeerPublicKey public_key;
+    s = seal::VerifyPeerCertificate(credentials_, wire::BytesOf(cert.certificate_der), peer->id, &public_key);
+    if (s.ok()) {
+      s = seal::DerivePairKeys(credentials_, public_key, own_id_, peer->id, random_, random_context_,
+                               &peer->pair_keys);
+    }
   }
-  if (s.ok()) s = seal::DeriveJobKeys(peer->pair_keys, ConstByteSpan(job_salt_), job_id_, &peer->job_keys);
+  if (s.ok()) {
+    s = seal::DeriveJobKeys(peer->pair_keys, job_key_.key(), own_id_, wire::BytesOf(cert.job_key), random_,
+                            random_context_, &peer->job_keys);
+  }
   if (s.ok()) {
     peer->key_ready = true;
   } else {
@@ -232,6 +243,9 @@ Status NeighbourEchoRole::OnMessage(const nodefl_wire_Envelope& message, device:
 }
 
 Status NeighbourEchoRole::SendKeyRequests(device::DeviceSession& session) {
+  // The server holds our job key before anyone asks it for it.
+  NODEFL_TRY(job_key_.SendIfDue(session, 1));
+  if (job_key_.due()) return Status::Ok();
   return SendPeerKeyRequests(session, job_id_, 1, peers_, &request_cursor_, &outstanding_requests_,
                              kEchoMaxOutstandingKeyRequests);
 }
@@ -269,6 +283,9 @@ void NeighbourEchoRole::OnSessionRestart(bool /*resumed*/) {
   // Certificate requests and answers in flight died with the old
   // connection: ask again for every neighbour still unanswered.
   if (phase_ == Phase::kKeys) ForgetUnansweredPeerKeyRequests(peers_, &request_cursor_, &outstanding_requests_);
+  // The server keeps our job key, but announcing it again costs one frame
+  // and covers a server that lost it.
+  if (phase_ != Phase::kIdle && phase_ != Phase::kDone) job_key_.OnSessionRestart();
   // A report may not have reached the server: repeat the latest one.
   if (last_report_round_ != 0) resend_report_ = true;
 }
@@ -315,6 +332,12 @@ Status NeighbourEchoRole::OnPoll(uint64_t now_us, device::DeviceSession& session
       const bool complete = all_sent && stats_.received == stats_.expected;
       NODEFL_TRY(Report(session, 2, complete ? Status::Ok() : Status::DeadlineExceeded()));
       phase_ = Phase::kDone;
+      // Nothing more is sealed or opened in this job: forget its keys.
+      job_key_.End();
+      for (EchoPeer& p : peers_) {
+        p.job_keys.Wipe();
+        p.key_ready = false;
+      }
     }
   }
   return Status::Ok();

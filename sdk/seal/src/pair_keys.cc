@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "nodefl/tls/device_identity.h"
+#include "nodefl/wire/sha256_compat.h"
 
 namespace nodefl::seal {
 namespace {
@@ -44,11 +45,31 @@ class EcdhScratch {
   mbedtls_mpi shared;
 };
 
+// kSealKeyIdBytes of SHA-256(label || key). SHA-256 over memory cannot
+// fail in MbedTLS's software implementation; if it did, the id would be
+// zero and messages sealed under the key would simply not be recognised.
+void KeyId(const uint8_t* key, uint8_t* id) {
+  static constexpr char kLabel[] = "nodefl seal key id v1";
+  uint8_t digest[32];
+  mbedtls_sha256_context ctx;
+  mbedtls_sha256_init(&ctx);
+  if (wire::sha256::Starts(&ctx) != 0 ||
+      wire::sha256::Update(&ctx, reinterpret_cast<const uint8_t*>(kLabel), sizeof(kLabel) - 1) != 0 ||
+      wire::sha256::Update(&ctx, key, kSealKeyBytes) != 0 || wire::sha256::Finish(&ctx, digest) != 0) {
+    std::memset(digest, 0, sizeof(digest));
+  }
+  mbedtls_sha256_free(&ctx);
+  std::memcpy(id, digest, kSealKeyIdBytes);
+  mbedtls_platform_zeroize(digest, sizeof(digest));
+}
+
 }  // namespace
 
 void PairKeys::Wipe() {
   mbedtls_platform_zeroize(low_to_high, sizeof(low_to_high));
   mbedtls_platform_zeroize(high_to_low, sizeof(high_to_low));
+  mbedtls_platform_zeroize(low_to_high_id, sizeof(low_to_high_id));
+  mbedtls_platform_zeroize(high_to_low_id, sizeof(high_to_low_id));
   low_id = high_id = 0;
   valid = false;
 }
@@ -114,6 +135,8 @@ void PairKeys::Assign(uint32_t low, uint32_t high, const uint8_t (&okm)[2 * kSea
   high_id = high;
   std::memcpy(low_to_high, okm, kSealKeyBytes);
   std::memcpy(high_to_low, okm + kSealKeyBytes, kSealKeyBytes);
+  KeyId(low_to_high, low_to_high_id);
+  KeyId(high_to_low, high_to_low_id);
   valid = true;
 }
 

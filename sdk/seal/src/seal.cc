@@ -30,12 +30,18 @@ bool Overlap(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size) {
   return a_size > 0 && b_size > 0 && a < b + b_size && b < a + a_size;
 }
 
-// The key for messages from `src` to `dst`, or nullptr if `keys` are not
-// the keys of that pair.
-const uint8_t* DirectionKey(const PairKeys& keys, uint32_t src, uint32_t dst) {
+// The key for messages from `src` to `dst` and its id, or nullptr if
+// `keys` are not the keys of that pair.
+const uint8_t* DirectionKey(const PairKeys& keys, uint32_t src, uint32_t dst, const uint8_t** key_id) {
   if (!keys.valid) return nullptr;
-  if (src == keys.low_id && dst == keys.high_id) return keys.low_to_high;
-  if (src == keys.high_id && dst == keys.low_id) return keys.high_to_low;
+  if (src == keys.low_id && dst == keys.high_id) {
+    *key_id = keys.low_to_high_id;
+    return keys.low_to_high;
+  }
+  if (src == keys.high_id && dst == keys.low_id) {
+    *key_id = keys.high_to_low_id;
+    return keys.high_to_low;
+  }
   return nullptr;
 }
 
@@ -71,7 +77,8 @@ class Gcm {
 
 Result<size_t> Seal(const PairKeys& keys, const SealHeader& header, ConstByteSpan plaintext,
                     ByteSpan out) {
-  const uint8_t* key = DirectionKey(keys, header.src, header.dst);
+  const uint8_t* key_id = nullptr;
+  const uint8_t* key = DirectionKey(keys, header.src, header.dst, &key_id);
   if (key == nullptr || header.counter == 0) return Status::InvalidArgument();
   if (plaintext.size() > kMaxSealPlaintextBytes) return Status::OutOfRange();
   const size_t sealed_size = plaintext.size() + kSealOverheadBytes;
@@ -83,9 +90,10 @@ Result<size_t> Seal(const PairKeys& keys, const SealHeader& header, ConstByteSpa
   uint8_t nonce[kNonceBytes];
   uint8_t aad[kAadBytes];
   MakeNonceAndAad(header.src, header.dst, header.job_id, header.counter, nonce, aad);
-  uint8_t* counter_field = out.data();
-  uint8_t* ciphertext = out.data() + kSealCounterBytes;
+  uint8_t* counter_field = out.data() + kSealKeyIdBytes;
+  uint8_t* ciphertext = counter_field + kSealCounterBytes;
   uint8_t* tag = ciphertext + plaintext.size();
+  std::memcpy(out.data(), key_id, kSealKeyIdBytes);
   StoreBe64(header.counter, counter_field);
 
   Gcm gcm;
@@ -105,7 +113,8 @@ Result<size_t> Seal(const PairKeys& keys, const SealHeader& header, ConstByteSpa
 Result<size_t> Open(const PairKeys& keys, uint32_t src, uint32_t dst, uint64_t job_id,
                     ConstByteSpan sealed, ByteSpan plaintext_out, uint64_t* counter_out) {
   if (counter_out == nullptr) return Status::InvalidArgument();
-  const uint8_t* key = DirectionKey(keys, src, dst);
+  const uint8_t* key_id = nullptr;
+  const uint8_t* key = DirectionKey(keys, src, dst, &key_id);
   if (key == nullptr) return Status::InvalidArgument();
   if (sealed.size() < kSealOverheadBytes || sealed.size() > kMaxSealedBytes) {
     return Status::Unauthenticated();
@@ -115,8 +124,9 @@ Result<size_t> Open(const PairKeys& keys, uint32_t src, uint32_t dst, uint64_t j
   if (Overlap(sealed.data(), sealed.size(), plaintext_out.data(), plaintext_size)) {
     return Status::InvalidArgument();
   }
-  const uint64_t counter = LoadBe64(sealed.data());
-  if (counter == 0) {
+  const uint64_t counter = LoadBe64(sealed.data() + kSealKeyIdBytes);
+  // A key id is public, so comparing it in variable time leaks nothing.
+  if (counter == 0 || std::memcmp(sealed.data(), key_id, kSealKeyIdBytes) != 0) {
     mbedtls_platform_zeroize(plaintext_out.data(), plaintext_size);
     return Status::Unauthenticated();
   }
@@ -124,7 +134,7 @@ Result<size_t> Open(const PairKeys& keys, uint32_t src, uint32_t dst, uint64_t j
   uint8_t nonce[kNonceBytes];
   uint8_t aad[kAadBytes];
   MakeNonceAndAad(src, dst, job_id, counter, nonce, aad);
-  const uint8_t* ciphertext = sealed.data() + kSealCounterBytes;
+  const uint8_t* ciphertext = sealed.data() + kSealKeyIdBytes + kSealCounterBytes;
   const uint8_t* tag = ciphertext + plaintext_size;
 
   Gcm gcm;
@@ -141,6 +151,13 @@ Result<size_t> Open(const PairKeys& keys, uint32_t src, uint32_t dst, uint64_t j
   }
   *counter_out = counter;
   return plaintext_size;
+}
+
+bool PeekSealed(ConstByteSpan sealed, uint8_t (&key_id)[kSealKeyIdBytes], uint64_t* counter) {
+  if (counter == nullptr || sealed.size() < kSealKeyIdBytes + kSealCounterBytes) return false;
+  std::memcpy(key_id, sealed.data(), kSealKeyIdBytes);
+  *counter = LoadBe64(sealed.data() + kSealKeyIdBytes);
+  return true;
 }
 
 }  // namespace nodefl::seal

@@ -20,7 +20,7 @@ struct BodyInfo {
   uint8_t senders;
 };
 
-// Protocol version 1. docs/protocol.md has the same table with the reasons.
+// Protocol version 2. docs/protocol.md has the same table with the reasons.
 constexpr BodyInfo kBodies[] = {
     {nodefl_wire_Envelope_hello_tag, "hello", kFromDevice},
     {nodefl_wire_Envelope_welcome_tag, "welcome", kFromServer},
@@ -29,6 +29,7 @@ constexpr BodyInfo kBodies[] = {
     {nodefl_wire_Envelope_goodbye_tag, "goodbye", kFromDevice | kFromServer},
     {nodefl_wire_Envelope_peer_key_request_tag, "peer_key_request", kFromDevice},
     {nodefl_wire_Envelope_peer_certificate_tag, "peer_certificate", kFromServer},
+    {nodefl_wire_Envelope_job_key_tag, "job_key", kFromDevice},
     {nodefl_wire_Envelope_relay_send_tag, "relay_send", kFromDevice},
     {nodefl_wire_Envelope_relay_deliver_tag, "relay_deliver", kFromServer},
     {nodefl_wire_Envelope_relay_ack_tag, "relay_ack", kFromDevice},

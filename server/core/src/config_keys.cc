@@ -37,6 +37,8 @@ constexpr std::array kKeys = {
     KeySpec{"relay_memory_bytes", &C::relay_memory_bytes, "relay bytes held for all devices together"},
     KeySpec{"relay_backpressure_wait_ms", &C::relay_backpressure_wait_ms,
             "a sender waiting for queue space is refused after the destination made no progress this long"},
+    KeySpec{"peer_key_wait_ms", &C::peer_key_wait_ms,
+            "answer a peer-key request for a device without a job key after this long (0 = at once)"},
     KeySpec{"job", &C::job,
             "job to run: none, neighbour-echo, fedwalk-hct (tree only), fedwalk (tree, walks, SkipGram) or "
             "secure-compare (Lumos greedy initialisation by secure comparisons)"},

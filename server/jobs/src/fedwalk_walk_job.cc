@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/server/os_random.h"
 #include "nodefl/server/fedwalk/skipgram_model.h"
 #include "nodefl/server/fedwalk/skipgram_train.h"
 #include "nodefl/server/fedwalk/walk_corpus.h"
@@ -61,9 +62,11 @@ FedWalkWalkJob::~FedWalkWalkJob() {
 std::vector<RoundStart> FedWalkWalkJob::Begin(uint64_t now_us) {
   phase_ = Phase::kKeys;
   round_started_us_ = now_us;
-  // A fresh public salt makes this job's keys unique (sdk/seal/job_keys.h).
-  std::mt19937_64 rng(options_.seed ^ 0x5a17u);
-  for (uint8_t& b : options_.params.salt) b = static_cast<uint8_t>(rng());
+  // A fresh public salt from the OS, never from the experiment seed (a
+  // rerun with the same fedwalk_seed must not repeat it); the devices'
+  // ephemeral keys make the job keys unique whatever it is
+  // (sdk/seal/job_keys.h).
+  FillFromOsEntropy(options_.params.salt);
   RoundStart start;
   start.round = fw::kWalkRoundKeys;
   start.deadline_ms = options_.round_deadline_ms;

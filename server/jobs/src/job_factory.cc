@@ -1,13 +1,13 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/server/jobs/job_factory.h"
 
-#include <random>
 #include <thread>
 
 #include "nodefl/server/jobs/fedwalk_hct_job.h"
 #include "nodefl/server/jobs/fedwalk_walk_job.h"
 #include "nodefl/server/jobs/neighbour_echo_runner_job.h"
 #include "nodefl/server/jobs/secure_compare_job.h"
+#include "nodefl/server/os_random.h"
 
 namespace nodefl::server::jobs {
 
@@ -22,12 +22,11 @@ std::unique_ptr<Job> MakeJob(const ServerConfig& config, const std::string& stag
   const unsigned compute_threads =
       config.compute_threads != 0 ? config.compute_threads : std::max(1u, std::thread::hardware_concurrency());
   if (stage == "neighbour-echo") {
-    // A fresh public salt per job makes the devices' job keys unique (see
-    // sdk/seal/public/nodefl/seal/job_keys.h). It needs to be unpredictable
-    // only in the sense of never repeating; std::random_device reads the OS.
-    std::random_device rd;
+    // A fresh public salt per job, from the OS (never a seeded generator);
+    // the devices' ephemeral keys make their job keys unique whatever it is
+    // (sdk/seal/public/nodefl/seal/job_keys.h).
     std::vector<uint8_t> salt(16);
-    for (auto& b : salt) b = static_cast<uint8_t>(rd());
+    FillFromOsEntropy(salt);
     NeighbourEchoJob::Options options;
     options.job_id = job_id;
     options.round1_deadline_ms = config.job_round_deadline_ms;

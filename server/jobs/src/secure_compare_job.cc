@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/server/os_random.h"
 
 namespace nodefl::server::jobs {
 
@@ -58,10 +59,10 @@ uint64_t SecureCompareJob::SessionRoundDeadlineUs() const {
 std::vector<RoundStart> SecureCompareJob::Begin(uint64_t now_us) {
   phase_ = Phase::kRequests;
   round_started_us_ = now_us;
-  // A fresh public salt makes this job's pair keys unique (sdk/seal/job_keys.h);
-  // it only has to never repeat, and std::random_device reads the OS.
-  std::random_device rd;
-  for (uint8_t& b : options_.params.salt) b = static_cast<uint8_t>(rd());
+  // A fresh public salt from the OS (never a seeded generator); the
+  // devices' ephemeral keys make the job keys unique whatever it is
+  // (sdk/seal/job_keys.h).
+  FillFromOsEntropy(options_.params.salt);
   uint8_t encoded[cmp::kCompareParametersBytes];
   cmp::EncodeCompareParameters(options_.params, encoded);
   // The devices refuse what does not decode; refuse it here first.

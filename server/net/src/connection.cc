@@ -453,8 +453,10 @@ asio::awaitable<bool> Connection::HandleFrame(ConstByteSpan payload) {
         boost::system::error_code ec;
         co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       }
-      co_return HandlePeerKeyRequest();
+      co_return co_await HandlePeerKeyRequest();
     }
+    case nodefl_wire_Envelope_job_key_tag:
+      co_return HandleJobKey();
     case nodefl_wire_Envelope_job_report_tag:
       if (ctx_.jobs != nullptr) ctx_.jobs->OnJobReport(device_id_, m.job_id, m.round, m.body.job_report);
       co_return true;
@@ -651,15 +653,70 @@ bool Connection::FinishUploadIfComplete() {
   return true;
 }
 
-bool Connection::HandlePeerKeyRequest() {
+bool Connection::HandleJobKey() {
+  const nodefl_wire_Envelope& m = *in_;
+  const nodefl_wire_JobKey& key = m.body.job_key;
+  if (m.job_id == 0 || key.public_key.size != kJobKeyBytes) {
+    return Refuse(StatusCode::kInvalidArgument, "job key outside a job or not a 65-byte point", m.seq, "bad_job_key");
+  }
+  if (ctx_.job_keys == nullptr) return true;
+  const AnnounceResult r =
+      ctx_.job_keys->Announce(device_id_, m.job_id, std::span<const uint8_t, kJobKeyBytes>(key.public_key.bytes, kJobKeyBytes));
+  if (r == AnnounceResult::kNotCurrentJob) {
+    ctx_.log->Debug("job_key_ignored", {{"conn", id_}, {"device", device_id_}, {"job", m.job_id}});
+  } else {
+    ctx_.counters.job_keys_announced.fetch_add(1, std::memory_order_relaxed);
+  }
+  return true;
+}
+
+asio::awaitable<bool> Connection::HandlePeerKeyRequest() {
   const nodefl_wire_PeerKeyRequest& req = in_->body.peer_key_request;
-  const uint64_t job_id = in_->job_id;
-  const uint32_t round = in_->round;
+  PeerKeyAnswer answer;
+  answer.job_id = in_->job_id;
+  answer.round = in_->round;
   // Copy the ids: out_ and in_ are reused while answering.
-  std::vector<uint32_t> ids(req.device_ids, req.device_ids + req.device_ids_count);
-  for (uint32_t id : ids) {
+  answer.ids.assign(req.device_ids, req.device_ids + req.device_ids_count);
+  if (!AnswerPeerKeys(answer, /*final=*/ctx_.config.peer_key_wait_ms == 0)) co_return false;
+  if (answer.ids.empty()) co_return true;
+  // Some peers have not announced their job keys yet (they are a few
+  // frames behind, or offline): answer them when they do, without holding
+  // up this device's other traffic. A bounded number of requests waits per
+  // connection; beyond it the reader pauses (the device's requests then
+  // queue in TCP).
+  asio::steady_timer pause(strand_);
+  while (waiting_peer_key_requests_ >= kMaxWaitingPeerKeyRequests && state_ == State::kRunning) {
+    pause.expires_after(std::chrono::milliseconds(5));
+    boost::system::error_code ec;
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  ++waiting_peer_key_requests_;
+  asio::co_spawn(strand_, AnswerPeerKeysLater(shared_from_this(), std::move(answer)), asio::detached);
+  co_return true;
+}
+
+asio::awaitable<void> Connection::AnswerPeerKeysLater(std::shared_ptr<Connection> self, PeerKeyAnswer answer) {
+  const auto give_up = Clock::now() + std::chrono::milliseconds(ctx_.config.peer_key_wait_ms);
+  auto interval = std::chrono::milliseconds(2);
+  asio::steady_timer timer(strand_);
+  while (!answer.ids.empty() && state_ == State::kRunning) {
+    const bool final = Clock::now() >= give_up;
+    if (!AnswerPeerKeys(answer, final)) break;
+    if (final) break;
+    timer.expires_after(interval);
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    interval = std::min(interval * 2, std::chrono::milliseconds(100));
+  }
+  --waiting_peer_key_requests_;
+  (void)self;
+}
+
+bool Connection::AnswerPeerKeys(PeerKeyAnswer& answer, bool final) {
+  std::vector<uint32_t> pending;
+  for (uint32_t id : answer.ids) {
     nodefl_wire_Envelope& e = *out_;
-    wire::InitEnvelope(&e, nodefl_wire_Envelope_peer_certificate_tag, 0, job_id, round);
+    wire::InitEnvelope(&e, nodefl_wire_Envelope_peer_certificate_tag, 0, answer.job_id, answer.round);
     e.body.peer_certificate.device_id = id;
     const std::span<const uint8_t> der = ctx_.certificates->Find(id);
     e.body.peer_certificate.found = !der.empty();
@@ -668,8 +725,26 @@ bool Connection::HandlePeerKeyRequest() {
                              .ok()) {
       e.body.peer_certificate.found = false;
     }
+    // Within the running job the device needs the peer's job key as well.
+    // A peer that has not announced one by `final` (or a job that is not
+    // running) gets the certificate alone: the device cannot key it and
+    // counts a key failure.
+    if (e.body.peer_certificate.found && answer.job_id != 0 && ctx_.job_keys != nullptr) {
+      JobKey key;
+      const JobKeyLookup lookup = ctx_.job_keys->Find(id, answer.job_id, &key);
+      if (lookup == JobKeyLookup::kPending && !final) {
+        pending.push_back(id);
+        continue;
+      }
+      if (lookup == JobKeyLookup::kFound) {
+        (void)wire::SetBytes(&e.body.peer_certificate.job_key, ConstByteSpan(key.data(), key.size()));
+      } else if (lookup == JobKeyLookup::kPending) {
+        ctx_.counters.peer_keys_unanswered.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
     if (!QueueControl(e)) return false;
   }
+  answer.ids = std::move(pending);
   return true;
 }
 

@@ -121,6 +121,8 @@ void JobRunner::StartJob(std::vector<uint32_t> participants) {
 
 void JobRunner::StartStage(std::vector<uint32_t> participants, const jobs::Job* previous) {
   const uint64_t job_id = current_job_id_ = next_job_id_++;
+  // Devices announce job keys for this job from its first round on.
+  if (ctx_.job_keys != nullptr) ctx_.job_keys->BeginJob(job_id);
   const size_t count = participants.size();
   const std::string& stage = stages_.at(stage_);
   std::unique_ptr<jobs::Job> job = jobs::MakeJob(ctx_.config, stage, job_id, std::move(participants), previous);
@@ -197,12 +199,15 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
 }
 
 void JobRunner::FinishJob() {
+  if (ctx_.job_keys != nullptr) ctx_.job_keys->EndJob(current_job_id_);
   job_->LogSummary(*ctx_.log, current_job_id_);
   ctx_.log->Info("job_traffic", {{"job", current_job_id_},
                                  {"artefact_bytes_sent", ctx_.counters.artefact_bytes.load()},
                                  {"upload_bytes_received", ctx_.counters.upload_bytes.load()},
                                  {"relay_sent", ctx_.counters.relay_sent.load()},
                                  {"relay_bytes", ctx_.counters.relay_bytes.load()},
+                                 {"job_keys_announced", ctx_.counters.job_keys_announced.load()},
+                                 {"peer_keys_unanswered", ctx_.counters.peer_keys_unanswered.load()},
                                  {"peak_rss_kib", PeakRssKiB()}});
   plan_succeeded_ = plan_succeeded_ && job_->succeeded();
   if (stage_ + 1 < stages_.size()) {

@@ -60,6 +60,7 @@ struct Server::Impl {
   tls::TlsCredentials credentials;
   tls::TlsConfig tls_config;
   PeerCertificateStore certificates;
+  JobKeyTable job_keys;
   std::unique_ptr<DeviceRegistry> registry;
   std::unique_ptr<Relay> relay;
   std::unique_ptr<JobRunner> jobs;
@@ -158,6 +159,7 @@ std::unique_ptr<Server> Server::Create(const ServerConfig& config, Logger& log, 
   s.context.registry = s.registry.get();
   s.context.relay = s.relay.get();
   s.context.certificates = &s.certificates;
+  s.context.job_keys = &s.job_keys;
 
   if (config.job != "none") {
     Impl* raw = &s;

@@ -3,8 +3,9 @@
 // SecureCompareRole: the device side of JOB_KIND_SECURE_COMPARE
 // (compare_job_format.h; server side: server/jobs secure_compare_job.h).
 //
-//   round 1: fetch and check every neighbour's certificate, derive the
-//     pair's job keys (as the neighbour-echo job does), ask the server for
+//   round 1: draw and announce this job's ephemeral key, fetch every
+//     neighbour's certificate and job key, derive the pair's job keys
+//     (seal/job_keys.h, as the neighbour-echo job does), ask the server for
 //     a session with each neighbour of higher id, report;
 //   round 2: run the sessions the server starts (at most one per
 //     CompareContext at once), exchanging ComparisonSession messages with
@@ -34,6 +35,7 @@
 #include "nodefl/core/span.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/device/role.h"
+#include "nodefl/roles/job_key_announcer.h"
 #include "nodefl/seal/pair_key_source.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/replay_window.h"
@@ -52,7 +54,7 @@ inline constexpr size_t kCompareMessageBytes = seal::kMaxSealPlaintextBytes - 4;
 struct ComparePeer {
   uint32_t id = 0;
   seal::PairKeys pair_keys;  // long-term, kept across jobs
-  seal::PairKeys job_keys;
+  seal::PairKeys job_keys;   // this job's (with both ephemeral keys)
   seal::ReplayWindow window;
   uint64_t next_counter = 1;
   bool key_requested = false;
@@ -153,6 +155,7 @@ class SecureCompareRole final : public device::Role {
 
   Phase phase_ = Phase::kIdle;
   uint64_t job_id_ = 0;
+  roles::JobKeyAnnouncer job_key_;
   CompareJobParameters params_;
   ComparisonPlan plan_;
   uint32_t value_ = 0;

@@ -112,10 +112,14 @@ enum class WalkOutcome : uint8_t {
 };
 
 // The walk message a device seals to the next device (RelaySend payload
-// plaintext): u8 version (1), u8 flags, u16 remaining, u32 walk_id,
+// plaintext): u8 version (2), u8 flags, u16 remaining, u32 walk_id,
 // u16 hops (device-to-device messages so far, this one included),
-// u16 count, count x u32 encoded vertex ids.
-inline constexpr uint8_t kWalkMessageVersion = 1;
+// u16 count, count x u32 encoded vertex ids, then zero bytes up to
+// WalkMessageBytes(WalkLength) in all. WalkLength is the job's l for every
+// message of every walk, so all walk messages of a job have one size and
+// the relay cannot tell from a message's size how far its walk has come
+// (version 1 sent count ids only, which gave each message's position away).
+inline constexpr uint8_t kWalkMessageVersion = 2;
 inline constexpr uint8_t kSelfEncodeFirst = 0x01;
 inline constexpr size_t kWalkMessageHeaderBytes = 12;
 
@@ -143,9 +147,11 @@ Status CheckWalkHeader(const WalkHeader& header);
 // caller's buffer). kInvalidArgument for `out` too short or a header that
 // fails CheckWalkHeader.
 Status EncodeWalkHeader(const WalkHeader& header, ByteSpan out);
-// Parses a whole walk message: version, CheckWalkHeader, and the size must
-// be exactly WalkMessageBytes(count). The ids are message[12 ..).
-// kInvalidArgument otherwise.
+// Bytes of a padded walk message (what is sealed): WalkMessageBytes(l).
+inline size_t PaddedWalkMessageBytes(const WalkHeader& h) { return WalkMessageBytes(WalkLength(h)); }
+// Parses a whole walk message: version, CheckWalkHeader, the size must be
+// exactly PaddedWalkMessageBytes and the padding zero. The ids are
+// message[12 ..). kInvalidArgument otherwise.
 Result<WalkHeader> DecodeWalkMessage(ConstByteSpan message);
 
 // Id i of a little-endian id array (a walk message's tail, a result's).

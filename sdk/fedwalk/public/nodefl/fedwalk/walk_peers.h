@@ -7,13 +7,15 @@
 // device that is not a neighbour).
 //
 // Keys are obtained as in the neighbour-echo job (roles/neighbour_echo.h):
-// the server answers PeerKeyRequest with PeerCertificate; the device checks
-// each certificate against the pinned deployment CA and the expected id
+// the server answers PeerKeyRequest with PeerCertificate (certificate and
+// the peer's announced job key); the device checks each certificate against
+// the pinned deployment CA and the expected id
 // (seal::VerifyPeerCertificate), derives the long-term pair keys by ECDH
-// (seal::DerivePairKeys) and from them this job's keys with the job's public
-// salt (seal::DeriveJobKeys). A neighbour's pair keys survive across jobs
-// (only its job keys are re-derived); a cached non-neighbour's go with its
-// record.
+// (seal::DerivePairKeys) and from them and both ephemeral job keys this
+// job's keys (seal::DeriveJobKeys). Every job asks for every peer it needs
+// (job keys are new in each job); a neighbour's pair keys survive across
+// jobs, so its certificate is checked once; a cached non-neighbour's go
+// with its record.
 //
 // Cache eviction: least recently used among the records that no held walk
 // waits on and that have no certificate request in flight (evicting those
@@ -31,7 +33,7 @@
 // its ledger like any other) and the server sees a duplicate walk id.
 // Size the cache so eviction is rare.
 //
-// Memory: sizeof(WalkPeer) (about 180 bytes) per neighbour and per cache
+// Memory: sizeof(WalkPeer) (about 200 bytes) per neighbour and per cache
 // record, all caller-provided; no heap in this code (certificate checks and
 // ECDH allocate inside MbedTLS, see sdk/seal).
 #pragma once
@@ -41,6 +43,7 @@
 
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
+#include "nodefl/seal/job_keys.h"
 #include "nodefl/seal/pair_key_source.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/replay_window.h"
@@ -82,12 +85,14 @@ class WalkPeerTable {
   // of many emulated devices only.
   void SetPairKeySource(const seal::PairKeySource& source) { source_ = source; }
 
-  // A new job: job keys wiped, windows reset; cache records freed.
-  // Neighbours with valid pair keys get job keys at once (kReady); the
-  // others become kWanted if `wanted(index)` says they take part, kNone
+  // A new job whose ephemeral key is `own_key` (kept by the caller for the
+  // whole job): job keys wiped, windows reset; cache records freed.
+  // Neighbours become kWanted if `wanted(index)` says they take part, kNone
   // otherwise.
   template <typename Wanted>
-  void StartJob(ConstByteSpan salt, uint64_t job_id, Wanted wanted);
+  void StartJob(const seal::JobKeyPair& own_key, Wanted wanted);
+  // The job is over: every job key wiped (the caller wipes its own key).
+  void EndJob();
 
   // The record of a neighbour or a cached peer; nullptr if none.
   WalkPeer* Find(uint32_t id);
@@ -117,8 +122,7 @@ class WalkPeerTable {
   Span<WalkPeer> neighbours() { return neighbours_; }
 
  private:
-  Status Derive(WalkPeer* peer, ConstByteSpan certificate_der);
-  Status DeriveJobKeys(WalkPeer* peer);
+  Status Derive(WalkPeer* peer, ConstByteSpan certificate_der, ConstByteSpan peer_job_key);
   // kReady on success; kFailed (pair keys wiped, counted) otherwise.
   void Settle(WalkPeer* peer, Status derived);
   // Moves a record to `state`, keeping the kWanted/kRequested counts.
@@ -132,9 +136,7 @@ class WalkPeerTable {
   uint32_t own_id_ = 0;
   Span<WalkPeer> neighbours_;
   Span<WalkPeer> cache_;
-  uint8_t salt_[16] = {};
-  size_t salt_size_ = 0;
-  uint64_t job_id_ = 0;
+  const seal::JobKeyPair* own_key_ = nullptr;
   uint32_t clock_ = 0;
   uint32_t wanted_ = 0;       // records in kWanted
   uint32_t outstanding_ = 0;  // records in kRequested
@@ -143,10 +145,8 @@ class WalkPeerTable {
 };
 
 template <typename Wanted>
-void WalkPeerTable::StartJob(ConstByteSpan salt, uint64_t job_id, Wanted wanted) {
-  salt_size_ = salt.size() < sizeof(salt_) ? salt.size() : sizeof(salt_);
-  for (size_t i = 0; i < salt_size_; ++i) salt_[i] = salt[i];
-  job_id_ = job_id;
+void WalkPeerTable::StartJob(const seal::JobKeyPair& own_key, Wanted wanted) {
+  own_key_ = &own_key;
   wanted_ = outstanding_ = key_failures_ = evictions_ = 0;
   for (WalkPeer& p : cache_) {
     p.pair_keys.Wipe();
@@ -156,12 +156,7 @@ void WalkPeerTable::StartJob(ConstByteSpan salt, uint64_t job_id, Wanted wanted)
   for (size_t i = 0; i < neighbours_.size(); ++i) {
     WalkPeer& p = neighbours_[i];
     ResetJobState(&p);
-    if (p.pair_keys.valid) {
-      // A neighbour known from an earlier job needs no certificate again.
-      Settle(&p, DeriveJobKeys(&p));
-    } else {
-      SetState(&p, wanted(i) ? PeerKeyState::kWanted : PeerKeyState::kNone);
-    }
+    SetState(&p, wanted(i) ? PeerKeyState::kWanted : PeerKeyState::kNone);
   }
 }
 

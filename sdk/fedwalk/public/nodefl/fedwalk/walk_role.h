@@ -7,8 +7,10 @@
 // including the device's own, the tree and the bin plan).
 //
 //   round 1 (kWalkRoundKeys): JobStart carries the WalkParameters. The
-//     device fetches the certificates of its walk neighbours (those with a
-//     codebook row) and derives pair and job keys (walk_peers.h), then
+//     device draws this job's ephemeral key and announces it (JobKey,
+//     roles/job_key_announcer.h), fetches the certificates and job keys of
+//     its walk neighbours (those with a codebook row) and derives pair and
+//     job keys (walk_peers.h), then
 //     reports: OK, kUnauthenticated if a key failed, kDeadlineExceeded if
 //     the deadline passed first, kResourceExhausted if the device's memory
 //     cannot hold walks of length l (it then takes part in nothing: every
@@ -52,9 +54,12 @@
 //
 // Sealing. Every walk message is sealed (seal.h) with the job keys of the
 // pair, under one device-wide counter per job, so counters never repeat
-// under any key (see walk_peers.h on evicted cache records). The receiver
-// opens it with the sender's job keys and checks the counter against that
-// sender's replay window.
+// under any key (see walk_peers.h on evicted cache records). The counter
+// and the ephemeral key start together (a new job id in round 1's
+// JobStart) and end together (the role's report of round 3 wipes the job's
+// keys); a JobStart repeating the running job changes neither. The
+// receiver opens a message with the sender's job keys and checks the
+// counter against that sender's replay window.
 //
 // Privacy accounting. Every Enc() (a draw from a codebook row, Eq. 12) is
 // one release: the step's encodings are recorded in the PrivacyLedger
@@ -83,11 +88,11 @@
 // never fatal.
 //
 // Memory (WalkStorage, all caller-provided; no heap in this code, see
-// walk_peers.h for MbedTLS): per neighbour one WalkPeer (~180 bytes); per
+// walk_peers.h for MbedTLS): per neighbour one WalkPeer (~200 bytes); per
 // cache record one WalkPeer; per queue slot 24 + WalkSlotBytes(l) bytes
-// (196 bytes per slot at l = 40); scratch WalkSlotBytes(l); the tree index
+// (204 bytes per slot at l = 40); scratch WalkSlotBytes(l); the tree index
 // (TreeIndex: about 12 bytes per vertex); the predictor pool (4 bytes per
-// entry). The object itself is about 860 bytes on 64-bit hosts.
+// entry). The object itself is about 1 KiB on 64-bit hosts.
 #pragma once
 
 #include <cstddef>
@@ -106,6 +111,7 @@
 #include "nodefl/fedwalk/walk_queue.h"
 #include "nodefl/fedwalk/walk_step.h"
 #include "nodefl/privacy/ledger.h"
+#include "nodefl/roles/job_key_announcer.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/tls/credentials.h"
 #include "nodefl/tls/rng.h"
@@ -192,7 +198,7 @@ class FedWalkWalkRole final : public device::Role {
   enum class Phase : uint8_t { kIdle, kKeys, kKeysReported, kWalks, kReport, kDone };
 
   Status OnJobStart(const nodefl_wire_Envelope& message);
-  void StartJob(uint64_t job_id, const WalkParameters& params);
+  Status StartJob(uint64_t job_id, const WalkParameters& params);
   void EnterRound(uint32_t round, uint32_t deadline_ms);
   void HandleStartWalks(const nodefl_wire_Envelope& message, device::DeviceSession& session);
   void HandleDelivery(const nodefl_wire_Envelope& message, device::DeviceSession& session);
@@ -222,6 +228,8 @@ class FedWalkWalkRole final : public device::Role {
   const uint32_t own_id_;
   const WalkStorage storage_;
   const tls::TlsCredentials& credentials_;
+  tls::RandomFunction random_;
+  void* random_context_;
   Drbg& rng_;
   PrivacyLedger& ledger_;
   WalkPeerTable peers_;
@@ -235,6 +243,7 @@ class FedWalkWalkRole final : public device::Role {
   // The job.
   Phase phase_ = Phase::kIdle;
   uint64_t job_id_ = 0;
+  roles::JobKeyAnnouncer job_key_;
   WalkParameters params_;
   bool refused_ = false;
   uint64_t next_counter_ = 1;  // device-wide seal counter of this job

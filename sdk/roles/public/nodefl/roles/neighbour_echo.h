@@ -3,11 +3,13 @@
 // NeighbourEchoRole: the device side of the plumbing-proof job
 // (JOB_KIND_NEIGHBOUR_ECHO; server side: server/jobs/neighbour_echo_job.h).
 //
-//   round 1 (keys): ask the server for every neighbour's certificate
-//     (PeerKeyRequest, batches of up to 32), verify each against the pinned
-//     deployment CA and the expected device id, derive pairwise keys (ECDH),
-//     then job keys from the job's public salt; report JobReport{expected =
-//     number of neighbours}.
+//   round 1 (keys): draw this job's ephemeral key and announce it (JobKey,
+//     roles/job_key_announcer.h), ask the server for every neighbour's
+//     certificate and job key (PeerKeyRequest, batches of up to 32), verify
+//     each certificate against the pinned deployment CA and the expected
+//     device id, derive pairwise keys (ECDH; kept across jobs), then this
+//     job's keys (seal/job_keys.h); report JobReport{expected = number of
+//     neighbours}.
 //   round 2 (send): seal one message to every neighbour and send it through
 //     the relay; open and check every message that arrives; report the counts
 //     once everything expected has arrived or the round's deadline passed.
@@ -26,6 +28,7 @@
 #include "nodefl/core/span.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/device/role.h"
+#include "nodefl/roles/job_key_announcer.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/tls/credentials.h"
@@ -34,8 +37,8 @@
 namespace nodefl::roles {
 
 // JobStart.parameters of the echo job (round 1):
-//   salt (16 bytes): random, from the server; makes this job's keys unique,
-//     so per-job counters never reuse a nonce under a key used before;
+//   salt (16 bytes): random, from the server; bound into the job keys (their
+//     uniqueness comes from the devices' ephemeral keys, seal/job_keys.h);
 //   optionally messages_per_edge (u32 LE, default 1) and payload_bytes
 //     (u32 LE, default kEchoHeaderBytes): the benchmark's load knobs.
 inline constexpr size_t kEchoJobSaltBytes = 16;
@@ -49,7 +52,7 @@ inline constexpr uint32_t kEchoMaxOutstandingKeyRequests = 64;
 struct EchoPeer {
   uint32_t id = 0;
   seal::PairKeys pair_keys;  // long-term, from ECDH; kept across jobs
-  seal::PairKeys job_keys;   // this job's keys
+  seal::PairKeys job_keys;   // this job's keys (with both ephemeral keys)
   seal::ReplayWindow window;
   uint64_t next_counter = 1;
   uint32_t sent = 0;      // messages sealed to this peer in this job
@@ -116,7 +119,7 @@ class NeighbourEchoRole final : public device::Role {
 
   Phase phase_ = Phase::kIdle;
   uint64_t job_id_ = 0;
-  uint8_t job_salt_[kEchoJobSaltBytes] = {};
+  JobKeyAnnouncer job_key_;
   uint32_t messages_per_edge_ = 1;
   uint32_t payload_bytes_ = kEchoHeaderBytes;
   uint64_t deadline_us_ = 0;

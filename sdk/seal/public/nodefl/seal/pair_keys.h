@@ -34,6 +34,11 @@
 namespace nodefl::seal {
 
 inline constexpr size_t kSealKeyBytes = 32;  // AES-256
+// A public name of a direction key, carried in every sealed message
+// (seal.h): the first 8 bytes of SHA-256("nodefl seal key id v1" || key).
+// It reveals nothing about the key and lets a receiver (or an auditor) see
+// which key a message was sealed under without holding it.
+inline constexpr size_t kSealKeyIdBytes = 8;
 
 struct PairKeys {
   PairKeys() = default;
@@ -44,13 +49,15 @@ struct PairKeys {
   // Zeroes the keys and marks the pair invalid.
   void Wipe();
   // Takes both direction keys from 64 bytes of HKDF output (low->high
-  // first) and marks the keys valid.
+  // first), computes their key ids and marks the keys valid.
   void Assign(uint32_t low, uint32_t high, const uint8_t (&okm)[2 * kSealKeyBytes]);
 
   uint32_t low_id = 0;   // min(own id, peer id)
   uint32_t high_id = 0;  // max(own id, peer id)
   uint8_t low_to_high[kSealKeyBytes] = {};
   uint8_t high_to_low[kSealKeyBytes] = {};
+  uint8_t low_to_high_id[kSealKeyIdBytes] = {};
+  uint8_t high_to_low_id[kSealKeyIdBytes] = {};
   bool valid = false;
 };
 

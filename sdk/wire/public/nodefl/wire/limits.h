@@ -20,7 +20,10 @@
 namespace nodefl::wire {
 
 // Envelope.version of everything this code sends and the only one it accepts.
-inline constexpr uint32_t kProtocolVersion = 1;
+// 2: device-to-device job keys mix in per-job ephemeral keys (JobKey,
+// PeerCertificate.job_key); a version-1 device would seal under keys its
+// version-2 peers never derive.
+inline constexpr uint32_t kProtocolVersion = 2;
 
 // Framing: a big-endian u32 payload length, then the payload (one encoded
 // Envelope). The length counts the payload only, never the prefix.
@@ -39,6 +42,7 @@ inline constexpr size_t kMaxErrorMessageChars = 95;     // Error.message
 inline constexpr size_t kMaxGoodbyeReasonChars = 63;    // Goodbye.reason
 inline constexpr size_t kMaxPeerKeyRequestIds = 32;     // PeerKeyRequest.device_ids
 inline constexpr size_t kMaxCertificateDerBytes = 1024; // PeerCertificate.certificate_der
+inline constexpr size_t kJobKeyBytes = 65;              // JobKey.public_key, PeerCertificate.job_key
 inline constexpr size_t kMaxSealedBytes = 4096;         // RelaySend/RelayDeliver.sealed
 inline constexpr size_t kMaxJobParametersBytes = 256;   // JobStart.parameters
 inline constexpr size_t kSha256Bytes = 32;              // ChunkHeader.sha256
@@ -58,6 +62,8 @@ static_assert(sizeof(nodefl_wire_PeerKeyRequest::device_ids) / sizeof(uint32_t) 
               kMaxPeerKeyRequestIds);
 static_assert(sizeof(nodefl_wire_PeerCertificate_certificate_der_t::bytes) ==
               kMaxCertificateDerBytes);
+static_assert(sizeof(nodefl_wire_PeerCertificate_job_key_t::bytes) == kJobKeyBytes);
+static_assert(sizeof(nodefl_wire_JobKey_public_key_t::bytes) == kJobKeyBytes);
 static_assert(sizeof(nodefl_wire_RelaySend_sealed_t::bytes) == kMaxSealedBytes);
 static_assert(sizeof(nodefl_wire_RelayDeliver_sealed_t::bytes) == kMaxSealedBytes);
 static_assert(sizeof(nodefl_wire_JobStart_parameters_t::bytes) == kMaxJobParametersBytes);

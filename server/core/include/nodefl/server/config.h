@@ -53,6 +53,10 @@ struct ServerConfig {
   uint64_t offline_queue_bytes = 4u << 20;
   uint64_t relay_memory_bytes = 1ull << 30;
   uint32_t relay_backpressure_wait_ms = 5000;
+  // A PeerKeyRequest naming a device that has not announced its job key
+  // (JobKey) yet is answered once it has, or after this long with the
+  // certificate alone, which the device cannot key (0: answer at once).
+  uint32_t peer_key_wait_ms = 30000;
 
   // Jobs. The server starts `job` once `job_quorum` devices are online
   // (0: every device with credentials) or `job_wait_ms` after the first

@@ -73,7 +73,20 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   asio::awaitable<bool> HandleHello();
   asio::awaitable<bool> HandleRelaySend();
   bool HandleRelayAck();
-  bool HandlePeerKeyRequest();
+  // PeerKeyRequest: certificates (and, within a job, the peers' job keys);
+  // ids whose job key is not announced yet are answered when it is, or
+  // with found = false after peer_key_wait_ms.
+  struct PeerKeyAnswer {
+    uint64_t job_id = 0;
+    uint32_t round = 0;
+    std::vector<uint32_t> ids;
+  };
+  asio::awaitable<bool> HandlePeerKeyRequest();
+  asio::awaitable<void> AnswerPeerKeysLater(std::shared_ptr<Connection> self, PeerKeyAnswer answer);
+  // Queues the answers it can give; `answer.ids` keeps the ids still
+  // waiting for a job key (none if `final`). False if queuing failed.
+  bool AnswerPeerKeys(PeerKeyAnswer& answer, bool final);
+  bool HandleJobKey();
   bool HandleUploadHeader();
   bool HandleUploadChunk();
   bool FinishUploadIfComplete();
@@ -137,6 +150,8 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   std::vector<uint8_t> upload_bytes_;
   uint64_t upload_job_id_ = 0;
   uint32_t upload_round_ = 0;
+  static constexpr uint32_t kMaxWaitingPeerKeyRequests = 64;
+  uint32_t waiting_peer_key_requests_ = 0;
   uint64_t frames_in_ = 0;
   uint64_t writes_out_ = 0;
 };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nodefl/server/config.h"
+#include "nodefl/server/job_keys.h"
 #include "nodefl/server/log.h"
 #include "nodefl/server/net/peer_certificates.h"
 #include "nodefl/server/registry.h"
@@ -54,6 +55,8 @@ struct ServerCounters {
   std::atomic<uint64_t> open_connections{0};
   std::atomic<uint64_t> artefact_bytes{0};    // public artefact bytes streamed to devices
   std::atomic<uint64_t> upload_bytes{0};      // job upload bytes received from devices
+  std::atomic<uint64_t> job_keys_announced{0};
+  std::atomic<uint64_t> peer_keys_unanswered{0};  // answered found = false after peer_key_wait_ms
 };
 
 struct ServerContext {
@@ -63,6 +66,8 @@ struct ServerContext {
   DeviceRegistry* registry = nullptr;
   Relay* relay = nullptr;
   const PeerCertificateStore* certificates = nullptr;
+  // Devices' announced job keys (may be null: answers carry none).
+  JobKeyTable* job_keys = nullptr;
   JobSink* jobs = nullptr;
   ServerCounters counters;
 };
