@@ -129,7 +129,10 @@ struct Device {
   uint32_t id = 0;
   nodefl::Drbg rng;
   nodefl::LedgerEntry ledger_storage[8];
-  nodefl::PrivacyLedger ledger{Span<nodefl::LedgerEntry>(ledger_storage)};
+  // The demo shows both modes side by side, paper mode's large true costs
+  // included, so its devices set no budget (a deployed device keeps the
+  // default one, which refuses such releases).
+  nodefl::PrivacyLedger ledger{Span<nodefl::LedgerEntry>(ledger_storage), nodefl::PrivacyBudget::Unlimited()};
   Span<const uint32_t> neighbours;
 };
 

@@ -81,7 +81,7 @@ Status EmulatedDevice::Init() {
   const uint8_t noise_personal[5] = {'n', personal[0], personal[1], personal[2], personal[3]};
   NODEFL_TRY(noise_drbg_.SeedFromEntropy(HostEntropy(), ConstByteSpan(noise_personal)));
   ledger_entries_.resize(8);
-  ledger_ = std::make_unique<PrivacyLedger>(Span<LedgerEntry>(ledger_entries_));
+  ledger_ = std::make_unique<PrivacyLedger>(Span<LedgerEntry>(ledger_entries_), fleet_.budget);
   hct_neighbours_.resize(setup_.neighbours.size());
   for (size_t i = 0; i < hct_neighbours_.size(); ++i) hct_neighbours_[i].id = setup_.neighbours[i];
   codebook_pool_.resize(setup_.neighbours.size() * size_t{fleet_.codebook_entries_per_neighbour} +
@@ -96,7 +96,9 @@ Status EmulatedDevice::Init() {
   storage.tree = ByteSpan(tree_storage_);
   storage.bin_plan = ByteSpan(bin_plan_storage_);
   hct_role_ = std::make_unique<fedwalk::FedWalkHctRole>(setup_.id, storage, noise_drbg_, *ledger_);
-  NODEFL_TRY(hct_role_->Init());
+  NODEFL_TRY(hct_role_->Init(std::max<uint32_t>(setup_.degree, static_cast<uint32_t>(setup_.neighbours.size())),
+                             fleet_.max_neighbours == 0 ? fedwalk::FedWalkHctRole::kNoNeighbourCap
+                                                        : fleet_.max_neighbours));
   NODEFL_TRY(session_->AddRole(*hct_role_));
 
   if (fleet_.job == "fedwalk") {

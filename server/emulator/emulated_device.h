@@ -88,7 +88,8 @@ class ConnectGate {
 
 struct DeviceSetup {
   uint32_t id = 0;
-  std::vector<uint32_t> neighbours;  // sorted
+  std::vector<uint32_t> neighbours;  // sorted; at most the cap (NeighbourCap's choice)
+  uint32_t degree = 0;               // the real degree (above neighbours.size() when capped)
   std::vector<uint8_t> certificate_der;
   std::vector<uint8_t> private_key_der;
 };
@@ -128,6 +129,11 @@ struct FleetSetup {
   // session it has room for.
   uint32_t compare_contexts = 4;
   uint32_t compare_slots = 16;
+  // Every device's privacy budget (privacy/ledger.h): what it refuses to
+  // release, whatever the server asks.
+  PrivacyBudget budget;
+  // The public neighbour cap every device applies (0: none).
+  uint32_t max_neighbours = 0;
 };
 
 class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {

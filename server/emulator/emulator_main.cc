@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,8 @@
 #include "emulated_device.h"
 #include "nodefl/dataset/graph_dataset.h"
 #include "nodefl/pki/device_bundle.h"
+#include "nodefl/privacy/ledger.h"
+#include "nodefl/privacy/neighbour_cap.h"
 #include "nodefl/server/net/process_limits.h"
 
 namespace {
@@ -49,6 +52,8 @@ struct Options {
   uint32_t compare_sessions = 4;
   bool keep_tree = false;
   bool shared_pair_keys = true;
+  uint32_t max_neighbours = 0;  // 0: every device keeps all its neighbours
+  nodefl::PrivacyBudget budget;
 };
 
 void PrintHelp() {
@@ -85,6 +90,18 @@ void PrintHelp() {
       "                           devices share certificate checks and pair keys, which\n"
       "                           are the same either way, so that the emulator's CPU is not\n"
       "                           spent twice on each pair; the summary counts both)\n"
+      "  --max-neighbours N       fedwalk jobs: each device keeps at most N neighbours, chosen\n"
+      "                           in the public order of privacy/neighbour_cap.h (as an app\n"
+      "                           with room for N would); capped devices take part anyway and\n"
+      "                           record twice the epsilon (default 0: no cap)\n"
+      "  --budget-job-epsilon E   every device refuses releases past E per job (default 16)\n"
+      "  --budget-lifetime-epsilon E  ... past E over the run (default 256)\n"
+      "  --budget-job-delta D     ... past delta D per job (default 1e-5)\n"
+      "  --budget-lifetime-delta D    ... past delta D over the run (default 1e-4)\n"
+      "  --allow-unbounded-releases   devices make exact releases (paper modes; refused by\n"
+      "                           default)\n"
+      "  --unlimited-budget       no limits at all and exact releases allowed: the paper's\n"
+      "                           mechanisms as published, for comparison runs\n"
       "  --help                   this text\n"
       "\n"
       "Exit status: 0 when every device finished its job (neighbour-echo: with every\n"
@@ -116,6 +133,14 @@ std::optional<Options> Parse(int argc, char** argv) {
       o.shared_pair_keys = false;
       continue;
     }
+    if (arg == "--allow-unbounded-releases") {
+      o.budget.allow_unbounded = true;
+      continue;
+    }
+    if (arg == "--unlimited-budget") {
+      o.budget = nodefl::PrivacyBudget::Unlimited();
+      continue;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "nodefl-emulate: %s needs a value (see --help)\n", arg.c_str());
       return std::nullopt;
@@ -130,6 +155,28 @@ std::optional<Options> Parse(int argc, char** argv) {
       }
       return n;
     };
+    // A non-negative real, or "inf".
+    auto real = [&]() -> std::optional<double> {
+      if (std::strcmp(v, "inf") == 0) return nodefl::kUnlimitedBudget;
+      char* end = nullptr;
+      const double x = std::strtod(v, &end);
+      if (end == v || *end != '\0' || !(x >= 0.0) || !std::isfinite(x)) {
+        std::fprintf(stderr, "nodefl-emulate: %s expects a number >= 0 or inf, got '%s'\n", arg.c_str(), v);
+        return std::nullopt;
+      }
+      return x;
+    };
+    if (arg == "--budget-job-epsilon" || arg == "--budget-lifetime-epsilon" || arg == "--budget-job-delta" ||
+        arg == "--budget-lifetime-delta") {
+      const auto x = real();
+      if (!x) return std::nullopt;
+      double& field = arg == "--budget-job-epsilon"        ? o.budget.job_epsilon
+                      : arg == "--budget-lifetime-epsilon" ? o.budget.lifetime_epsilon
+                      : arg == "--budget-job-delta"        ? o.budget.job_delta
+                                                           : o.budget.lifetime_delta;
+      field = *x;
+      continue;
+    }
     if (arg == "--graph") {
       o.graph = v;
     } else if (arg == "--bundle") {
@@ -173,6 +220,10 @@ std::optional<Options> Parse(int argc, char** argv) {
       const auto n = count(1024);
       if (!n) return std::nullopt;
       o.codebook_capacity = static_cast<uint32_t>(*n);
+    } else if (arg == "--max-neighbours") {
+      const auto n = count(UINT32_MAX, 0);
+      if (!n) return std::nullopt;
+      o.max_neighbours = static_cast<uint32_t>(*n);
     } else if (arg == "--messages-per-edge") {
       auto n = count(1u << 20);
       if (!n) return std::nullopt;
@@ -188,6 +239,12 @@ std::optional<Options> Parse(int argc, char** argv) {
   }
   if (o.graph.empty() || o.bundle.empty()) {
     std::fprintf(stderr, "nodefl-emulate: --graph and --bundle are required (see --help)\n");
+    return std::nullopt;
+  }
+  if (o.max_neighbours != 0 && o.job != "fedwalk-hct" && o.job != "fedwalk") {
+    // The other jobs message every neighbour and expect every neighbour's
+    // message: a one-sided cap would only show up as lost messages.
+    std::fprintf(stderr, "nodefl-emulate: --max-neighbours applies to --job fedwalk-hct or fedwalk only\n");
     return std::nullopt;
   }
   return o;
@@ -260,6 +317,8 @@ int main(int argc, char** argv) {
   fleet.job = opt->job;
   fleet.vertex_count = n;
   fleet.compare_contexts = opt->compare_sessions;
+  fleet.budget = opt->budget;
+  fleet.max_neighbours = opt->max_neighbours;
   nodefl::emulator::SharedPairKeys shared_pair_keys;
   if (opt->shared_pair_keys) fleet.shared_pair_keys = &shared_pair_keys;
 
@@ -272,6 +331,15 @@ int main(int argc, char** argv) {
     setup.id = v;
     for (uint64_t i = g.offsets[v]; i < g.offsets[v + 1]; ++i) {
       if (g.neighbours[i] < n) setup.neighbours.push_back(g.neighbours[i]);
+    }
+    setup.degree = static_cast<uint32_t>(setup.neighbours.size());
+    if (opt->max_neighbours != 0 && setup.neighbours.size() > opt->max_neighbours) {
+      // As an app with room for max_neighbours would: the public order.
+      std::vector<uint32_t> kept(opt->max_neighbours);
+      nodefl::NeighbourCap cap{nodefl::Span<uint32_t>(kept)};
+      for (uint32_t u : setup.neighbours) cap.Offer(u);
+      const nodefl::Span<uint32_t> chosen = cap.Finish();
+      setup.neighbours.assign(chosen.begin(), chosen.end());
     }
     expected += setup.neighbours.size() * uint64_t{opt->messages_per_edge};
     auto& record = bundle.devices[by_id[v]];
@@ -394,19 +462,19 @@ int main(int argc, char** argv) {
   if (hct) {
     // The devices' own ledgers: what each device released in this job.
     std::vector<double> eps;
-    uint64_t unbounded = 0, refused = 0;
+    uint64_t unbounded = 0, truncated = 0;
     for (auto& d : devices) {
       if (d->ledger() != nullptr) eps.push_back(d->ledger()->total_epsilon());
       if (d->hct_role() != nullptr && d->hct_role()->unbounded_release()) ++unbounded;
-      if (d->hct_role() != nullptr && d->hct_role()->refused()) ++refused;
+      if (d->hct_role() != nullptr && d->hct_role()->truncated()) ++truncated;
     }
     std::sort(eps.begin(), eps.end());
     std::printf("fedwalk-hct: rounds reported %llu, codebook rows kept %llu, failed rounds %llu, "
-                "over capacity %llu\n"
+                "neighbour lists capped %llu\n"
                 "privacy ledger (devices): epsilon max %.4f, median %.4f; devices with an unbounded release %llu\n",
                 static_cast<unsigned long long>(stats.hct_rounds_reported.load()),
                 static_cast<unsigned long long>(stats.hct_codebook_rows.load()),
-                static_cast<unsigned long long>(stats.hct_failures.load()), static_cast<unsigned long long>(refused),
+                static_cast<unsigned long long>(stats.hct_failures.load()), static_cast<unsigned long long>(truncated),
                 eps.empty() ? 0.0 : eps.back(), eps.empty() ? 0.0 : eps[eps.size() / 2],
                 static_cast<unsigned long long>(unbounded));
   }

@@ -303,7 +303,10 @@ struct DeviceSetup {
   size_t pool_entries = SIZE_MAX;  // default: degree x K
   size_t tree_bytes = 4096;
   size_t plan_bytes = 4096;
-  uint32_t extra_degree = 0;  // real degree above the neighbours given
+  uint32_t extra_degree = 0;  // real degree above the neighbours given (capped by the storage)
+  // Most tests run both modes' mechanisms as published; the budget's own
+  // tests set one.
+  PrivacyBudget budget = PrivacyBudget::Unlimited();
 };
 
 class Device {
@@ -314,7 +317,7 @@ class Device {
         tree_(setup.tree_bytes),
         plan_(setup.plan_bytes),
         ledger_entries_(8),
-        ledger(ledger_entries_),
+        ledger(ledger_entries_, setup.budget),
         role(s.own, Storage(s), rng, ledger),
         frame_(kMaxFrame),
         output_(4 * kMaxFrame),
@@ -505,8 +508,11 @@ TEST(FedWalkHctRoleTest, PaperModeRunsAllThreeRounds) {
   EXPECT_EQ(r2.body.epsilon, 0.0);
   EXPECT_TRUE(r2.body.unbounded);
   EXPECT_TRUE(d.role.unbounded_release());
-  // No finite epsilon was booked for the unbounded release.
-  EXPECT_EQ(d.ledger.entries().size(), 1u);
+  // The ledger books it as an exact release: no epsilon, unbounded.
+  ASSERT_EQ(d.ledger.entries().size(), 2u);
+  EXPECT_EQ(d.ledger.entries()[1].mechanism, Mechanism::kExact);
+  EXPECT_TRUE(d.ledger.entries()[1].unbounded);
+  EXPECT_TRUE(d.ledger.unbounded());
   EXPECT_EQ(d.ledger.total_epsilon(), p.epsilon_bins);
 
   // Round 3: the tree is kept, the neighbours' codebook rows and only those.
@@ -928,22 +934,76 @@ TEST(FedWalkHctRoleTest, PoolTooSmallIsReportedWithTheRowsThatFit) {
   EXPECT_LE(d.role.stats().pool_used, 5u);
 }
 
-TEST(FedWalkHctRoleTest, OverCapacityDeviceRefusesAndReleasesNothing) {
+TEST(FedWalkHctRoleTest, ACappedDeviceTakesPartAndRecordsTwiceTheEpsilon) {
+  // Degree above the storage: the app kept the neighbours it has room for
+  // (NeighbourCap's public order). No refusal (it would tell the server
+  // "degree > capacity"); every release costs twice the nominal epsilon.
   const Scenario s;
-  Device d(s, DeviceSetup{SIZE_MAX, 4096, 4096, /*extra_degree=*/3});
-  ASSERT_TRUE(d.Feed(d.server.JobStart(kJob, kRoundBinning, Scenario::Encoded(s.Params(PrivacyMode::kStrict)))).ok());
-  // The server's bin plan is still verified (the connection stays in step).
-  ASSERT_TRUE(d.FeedAll(d.server.Artefact(kJob, kRoundBinning, HctArtefact::kBinPlan, s.plan, 7)).ok());
-  ASSERT_TRUE(d.Pump().ok());
-  EXPECT_TRUE(d.got.uploads.empty());
-  ASSERT_EQ(d.got.reports.size(), 1u);
-  EXPECT_EQ(d.got.reports[0].round, kRoundBinning);
-  EXPECT_EQ(d.got.reports[0].body.code, static_cast<uint32_t>(StatusCode::kResourceExhausted));
-  EXPECT_EQ(d.got.reports[0].body.releases, 0u);
-  EXPECT_TRUE(d.ledger.entries().empty());
-  EXPECT_TRUE(d.role.refused());
-  EXPECT_TRUE(d.role.finished());
-  EXPECT_TRUE(d.role.degree_vector().empty());
+  for (const PrivacyMode mode : {PrivacyMode::kStrict, PrivacyMode::kPaper}) {
+    Device d(s, DeviceSetup{SIZE_MAX, 4096, 4096, /*extra_degree=*/3});
+    const HctParameters p = s.Params(mode);
+    ASSERT_TRUE(d.Feed(d.server.JobStart(kJob, kRoundBinning, Scenario::Encoded(p))).ok());
+    ASSERT_TRUE(d.FeedAll(d.server.Artefact(kJob, kRoundBinning, HctArtefact::kBinPlan, s.plan, 7)).ok());
+    ASSERT_TRUE(d.Pump().ok());
+    ASSERT_EQ(d.got.uploads.size(), 1u);
+    ASSERT_EQ(d.got.reports.size(), 1u);
+    EXPECT_EQ(d.got.reports[0].body.code, 0u);
+    EXPECT_TRUE(d.role.truncated());
+    EXPECT_EQ(d.role.sensitivity_factor(), 2u);
+    ASSERT_EQ(d.ledger.entries().size(), 1u);
+    // Discrete Laplace delivers at most the nominal epsilon (a hair less);
+    // Laplace exactly it.
+    EXPECT_LE(d.ledger.total_epsilon(), 2 * p.epsilon_bins + 1e-12);
+    EXPECT_GE(d.ledger.total_epsilon(), 2 * p.epsilon_bins * (1 - 1e-5));
+    EXPECT_DOUBLE_EQ(d.got.reports[0].body.epsilon, d.ledger.total_epsilon());
+  }
+  // A device holding all its neighbours with no cap pays the nominal epsilon.
+  Device whole(s);
+  const HctParameters p = s.Params(PrivacyMode::kPaper);
+  ASSERT_TRUE(whole.Feed(whole.server.JobStart(kJob, kRoundBinning, Scenario::Encoded(p))).ok());
+  ASSERT_TRUE(whole.FeedAll(whole.server.Artefact(kJob, kRoundBinning, HctArtefact::kBinPlan, s.plan, 7)).ok());
+  ASSERT_TRUE(whole.Pump().ok());
+  EXPECT_EQ(whole.role.sensitivity_factor(), 1u);
+  EXPECT_DOUBLE_EQ(whole.ledger.total_epsilon(), p.epsilon_bins);
+}
+
+TEST(FedWalkHctRoleTest, TheDevicesBudgetRefusesReleasesAndExactUploads) {
+  const Scenario s;
+  // A budget below one degree vector: round 1 is refused before any noise.
+  {
+    DeviceSetup setup;
+    setup.budget = PrivacyBudget();
+    setup.budget.job_epsilon = s.Params(PrivacyMode::kStrict).epsilon_bins / 2;
+    Device d(s, setup);
+    ASSERT_TRUE(d.Feed(d.server.JobStart(kJob, kRoundBinning, Scenario::Encoded(s.Params(PrivacyMode::kStrict)))).ok());
+    ASSERT_TRUE(d.FeedAll(d.server.Artefact(kJob, kRoundBinning, HctArtefact::kBinPlan, s.plan, 7)).ok());
+    ASSERT_TRUE(d.Pump().ok());
+    EXPECT_TRUE(d.got.uploads.empty());
+    ASSERT_EQ(d.got.reports.size(), 1u);
+    EXPECT_EQ(d.got.reports[0].body.code, static_cast<uint32_t>(StatusCode::kPermissionDenied));
+    EXPECT_TRUE(d.ledger.entries().empty());
+    EXPECT_TRUE(d.role.degree_vector().empty());
+  }
+  // The default budget refuses paper mode's exact M_v: round 1 goes out,
+  // round 2 is refused and nothing is uploaded.
+  {
+    DeviceSetup setup;
+    setup.budget = PrivacyBudget();
+    Device d(s, setup);
+    const std::vector<uint8_t> params = Scenario::Encoded(s.Params(PrivacyMode::kPaper));
+    ASSERT_TRUE(d.Feed(d.server.JobStart(kJob, kRoundBinning, params)).ok());
+    ASSERT_TRUE(d.FeedAll(d.server.Artefact(kJob, kRoundBinning, HctArtefact::kBinPlan, s.plan, 7)).ok());
+    ASSERT_TRUE(d.Pump().ok());
+    ASSERT_EQ(d.got.uploads.size(), 1u);
+    ASSERT_TRUE(d.Feed(d.server.JobStart(kJob, kRoundMatrix, params)).ok());
+    ASSERT_TRUE(d.FeedAll(d.server.Artefact(kJob, kRoundMatrix, HctArtefact::kDictionary, s.dictionary, 64)).ok());
+    ASSERT_TRUE(d.Pump().ok());
+    EXPECT_EQ(d.got.uploads.size(), 1u);
+    ASSERT_EQ(d.got.reports.size(), 2u);
+    EXPECT_EQ(d.got.reports[1].body.code, static_cast<uint32_t>(StatusCode::kPermissionDenied));
+    EXPECT_FALSE(d.role.unbounded_release());
+    EXPECT_FALSE(d.ledger.unbounded());
+  }
 }
 
 TEST(FedWalkHctRoleTest, InitChecksTheNeighbourList) {

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -94,7 +95,9 @@ class Device {
         leaf_of_(world.n),
         pool_(64),
         ledger_entries_(4),
-        ledger(ledger_entries_),
+        // Identity codebooks (every vertex encodes as itself) are exact
+        // releases: these tests look at the walks, so the devices allow them.
+        ledger(ledger_entries_, PrivacyBudget::Unlimited()),
         role(id, Storage(), credentials_, &tls::DrbgRandom, &tls_rng_, rng, ledger),
         frame_(kMaxFrame),
         output_(4 * kMaxFrame),
@@ -812,6 +815,76 @@ TEST(FedWalkWalkRoleTest, RoundThreeEndsHeldWalksAsDropped) {
   EXPECT_EQ(server.results[0].ids, (std::vector<uint32_t>{2}));
   EXPECT_EQ(server.ReportsOf(kWalkRoundReport).size(), 3u);
   EXPECT_EQ(server[1].role.held_walks(), 0u);
+}
+
+// ---- What the devices account -------------------------------------------------------------
+
+TEST(FedWalkWalkRoleTest, DevicesAccountTheirOwnEncoderCostAndEveryLaterHopPerEdge) {
+  // Rows that overlap: vertex v encodes as v or as 0, with P(0) = 3/4 for
+  // odd v and 1/2 for even v. Every device of the path 1 - 2 - 3 holds an
+  // odd and an even row, so it measures epsilon = log((3/4)/(1/2)) and
+  // delta = 1/2 (an even row puts 1/2 on v itself, which no other row
+  // draws), more than the 0.25 the server claims.
+  WalkWorld world = PathWorld();
+  for (uint32_t v = 1; v < world.n; ++v) {
+    world.codebook[2 * v] = CodebookEntry{v, v % 2 == 1 ? kQ31One / 2 : kQ31One, 1};
+    world.codebook[2 * v + 1] = CodebookEntry{0, kQ31One, 1};
+  }
+  Server server(world, {1, 2, 3});
+  const uint16_t l = 5;
+  RunKeysRound(server, Params(l, 0.0));
+  for (uint32_t v : {1u, 2u, 3u}) {
+    const ReleaseCost& c = server[v].role.encoding_cost();
+    EXPECT_NEAR(c.epsilon, std::log(1.5), 1e-12) << v;
+    EXPECT_NEAR(c.delta, 0.5, 1e-12) << v;
+    EXPECT_FALSE(c.unbounded);
+    EXPECT_TRUE(c.unbounded_against_server);
+  }
+  server.Send(1, server.StartWalks(1, {{3, l}}));
+  server.Pump();
+  ASSERT_EQ(server.results.size(), 1u);
+  ASSERT_EQ(server.results[0].header.outcome, WalkOutcome::kComplete);
+  server.SendAll(kWalkRoundReport, {});
+  server.Pump();
+  // One encoding per hop; per edge, each step counts itself and every
+  // encoding after it: 5 + 4 + 3 + 2 + 1 encodings' worth.
+  const double eps = std::log(1.5);
+  double epsilon = 0.0, edge = 0.0, delta = 0.0;
+  for (const auto& rep : server.ReportsOf(kWalkRoundReport)) {
+    Device& d = server[rep.device];
+    EXPECT_DOUBLE_EQ(rep.body.epsilon, d.ledger.phase_epsilon(kPhaseWalks));
+    EXPECT_DOUBLE_EQ(rep.body.edge_epsilon, d.ledger.phase_edge_epsilon(kPhaseWalks));
+    EXPECT_DOUBLE_EQ(rep.body.delta, d.ledger.phase_delta(kPhaseWalks));
+    EXPECT_GE(rep.body.edge_epsilon, rep.body.epsilon);
+    EXPECT_EQ(rep.body.unbounded_against_server, rep.body.releases > 0);
+    EXPECT_FALSE(rep.body.unbounded);
+    epsilon += rep.body.epsilon;
+    edge += rep.body.edge_epsilon;
+    delta += rep.body.delta;
+  }
+  EXPECT_NEAR(epsilon, l * eps, 1e-9);
+  EXPECT_NEAR(edge, (5 + 4 + 3 + 2 + 1) * eps, 1e-9);
+  EXPECT_NEAR(delta, l * 0.5, 1e-9);
+}
+
+TEST(FedWalkWalkRoleTest, ABudgetThatIsSpentDropsTheWalksItWouldPayFor) {
+  const WalkWorld world = PathWorld();
+  Server server(world, {1, 2, 3});
+  // The server's claim 0.25 per encoding; device 2 allows a job epsilon of
+  // 1.5 and unbounded releases (identity rows). A walk of length 5 from 1
+  // visits 2 twice: per edge (1 + 3) x 0.25, then (1 + 1) x 0.25, which
+  // is all of it; the second walk's first visit no longer fits.
+  PrivacyBudget small = PrivacyBudget::Unlimited();
+  small.job_epsilon = 1.5;
+  server[2].ledger.set_budget(small);
+  RunKeysRound(server, Params(5, 0.0));
+  server.Send(1, server.StartWalks(1, {{1, 5}, {2, 5}}));
+  server.Pump();
+  ASSERT_EQ(server.results.size(), 2u);
+  int dropped = 0;
+  for (const auto& r : server.results) dropped += r.header.outcome == WalkOutcome::kDropped ? 1 : 0;
+  EXPECT_EQ(dropped, 1);
+  EXPECT_DOUBLE_EQ(server[2].ledger.job_epsilon(), 1.5);
 }
 
 // ---- No (key, nonce) pair twice, whatever the server does ------------------------------------

@@ -90,6 +90,10 @@ void RunKarate(KarateFleet& f, const std::string& job, const std::string& mode,
   f.fleet.keep_tree_and_bin_plan = true;
   f.fleet.vertex_count = g.num_nodes;
   f.fleet.job = job;
+  // Strict-mode tree jobs fit the devices' default budget (that is part of
+  // what is tested); paper mode's exact M_v and the device-to-device walks
+  // (per edge, every later hop counts) need a device that consents.
+  f.fleet.budget = (mode == "paper" || job == "fedwalk") ? PrivacyBudget::Unlimited() : PrivacyBudget();
   asio::io_context& io = f.io;
   for (uint32_t v = 0; v < g.num_nodes; ++v) {
     emulator::DeviceSetup setup;

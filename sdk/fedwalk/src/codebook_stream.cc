@@ -24,6 +24,7 @@ void CodebookStream::Begin(Span<HctNeighbour> neighbours, Span<CodebookEntry> po
   own_id_ = own_id;
   own_offset_ = 0;
   own_count_ = 0;
+  own_truncated_mass_ = 0.0f;
   pool_used_ = 0;
   rows_kept_ = 0;
   part_ = Part::kHeader;
@@ -72,6 +73,7 @@ void CodebookStream::ParseRowHeader(const uint8_t* record) {
         // The own row is complete only once NextRow runs; until then
         // own_count_ stays 0 so a cut-short artefact leaves no half row.
         own_offset_ = pool_used_;
+        own_truncated_mass_ = mass;
       } else {
         keeping_ = &neighbours_[cursor_];
         keeping_->codebook_offset = static_cast<uint32_t>(pool_used_);

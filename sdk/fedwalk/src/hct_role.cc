@@ -5,6 +5,7 @@
 
 #include "nodefl/fedwalk/degree_features.h"
 #include "nodefl/privacy/count_noise.h"
+#include "nodefl/privacy/neighbour_cap.h"
 #include "nodefl/wire/envelope_codec.h"
 
 namespace nodefl::fedwalk {
@@ -56,22 +57,29 @@ FedWalkHctRole::FedWalkHctRole(uint32_t own_id, const HctStorage& storage, Drbg&
                                PrivacyLedger& ledger)
     : own_id_(own_id), storage_(storage), rng_(rng), ledger_(ledger), receiver_(&Sink, this) {}
 
-Status FedWalkHctRole::Init() { return Init(static_cast<uint32_t>(storage_.neighbours.size())); }
+Status FedWalkHctRole::Init() { return Init(static_cast<uint32_t>(storage_.neighbours.size()), kNoNeighbourCap); }
 
 Status FedWalkHctRole::Init(uint32_t actual_degree) {
+  const uint32_t given = static_cast<uint32_t>(storage_.neighbours.size());
+  return Init(actual_degree, actual_degree > given ? given : kNoNeighbourCap);
+}
+
+Status FedWalkHctRole::Init(uint32_t actual_degree, uint32_t neighbour_cap) {
   const Span<HctNeighbour> n = storage_.neighbours;
   for (size_t i = 0; i < n.size(); ++i) {
     if (n[i].id == own_id_) return Status::InvalidArgument();
     if (i > 0 && n[i - 1].id >= n[i].id) return Status::InvalidArgument();
   }
-  if (actual_degree < n.size()) return Status::InvalidArgument();
+  if (actual_degree < n.size() || neighbour_cap < n.size()) return Status::InvalidArgument();
+  if (actual_degree > n.size() && neighbour_cap == kNoNeighbourCap) return Status::InvalidArgument();
   actual_degree_ = actual_degree;
+  neighbour_cap_ = neighbour_cap;
   initialised_ = true;
   return Status::Ok();
 }
 
 bool FedWalkHctRole::finished() const {
-  return in_job_ && settled_ && output_ == Output::kReported && (round_ == kRoundPublish || refused_);
+  return in_job_ && settled_ && output_ == Output::kReported && round_ == kRoundPublish;
 }
 
 Span<const float> FedWalkHctRole::degree_vector() const {
@@ -93,6 +101,10 @@ Span<const CodebookEntry> FedWalkHctRole::OwnCodebookRow() const {
   return own_row_kept_ ? codebook_stream_.own_row() : Span<const CodebookEntry>();
 }
 
+float FedWalkHctRole::OwnCodebookTruncatedMass() const {
+  return own_row_kept_ ? codebook_stream_.own_truncated_mass() : 0.0f;
+}
+
 ConstByteSpan FedWalkHctRole::tree() const {
   return tree_kept_ ? ConstByteSpan(storage_.tree.data(), static_cast<size_t>(tree_bytes_)) : ConstByteSpan();
 }
@@ -107,7 +119,9 @@ void FedWalkHctRole::StartJob(uint64_t job_id, const HctParameters& params) {
   in_job_ = true;
   job_id_ = job_id;
   params_ = params;
-  refused_ = actual_degree_ > storage_.neighbours.size();
+  sensitivity_factor_ =
+      neighbour_cap_ == kNoNeighbourCap ? 1u : CapSensitivityFactor(neighbour_cap_, params.vertex_count);
+  ledger_.BeginJob(job_id);
   unbounded_ = false;
   has_degree_vector_ = false;
   has_histogram_ = false;
@@ -137,15 +151,10 @@ void FedWalkHctRole::EnterRound(uint32_t round, uint32_t deadline_ms) {
   output_ = Output::kNothing;
   output_on_connection_ = false;
   upload_kind_ = 0;
-  if (refused_) {
-    Report r;
-    r.code = Status::ResourceExhausted();
-    Settle(r.code, 0, r);
-  }
 }
 
 Status FedWalkHctRole::RepeatRound(uint32_t deadline_ms) {
-  const bool final = settled_ && (outcome_.ok() || refused_);
+  const bool final = settled_ && outcome_.ok();
   if (!final) {
     // Nothing was released in this round: start it over.
     EnterRound(round_, deadline_ms);
@@ -365,11 +374,18 @@ void FedWalkHctRole::ComputeBinning() {
   }
   double noised[kMaxBins] = {};
   double spent = 0.0;
-  Status s = NoiseCounts(rng_, params_.mode, params_.epsilon_bins, Span<const uint32_t>(counts, bins),
-                         Span<double>(noised, bins), &spent);
-  // Accounted before published: a release the ledger cannot hold is not made.
+  // Asked first (with the nominal ε), so that a refused release draws no noise.
   const Mechanism mechanism =
       params_.mode == PrivacyMode::kPaper ? Mechanism::kLaplace : Mechanism::kDiscreteLaplace;
+  Status s = ledger_.CanRecord(kPhaseBinning, mechanism, params_.mode,
+                               ReleaseCost{sensitivity_factor_ * params_.epsilon_bins});
+  if (s.ok()) {
+    s = NoiseCounts(rng_, params_.mode, params_.epsilon_bins, Span<const uint32_t>(counts, bins),
+                    Span<double>(noised, bins), &spent);
+  }
+  // With a capped neighbour list the sensitivity doubles (neighbour_cap.h).
+  spent *= sensitivity_factor_;
+  // Accounted before published: a release the ledger cannot hold is not made.
   if (s.ok()) s = ledger_.Record(kPhaseBinning, mechanism, params_.mode, spent);
   if (!s.ok()) {
     Settle(s, 0, r);
@@ -411,8 +427,15 @@ void FedWalkHctRole::ComputeMatrix() {
     stats_.matrix_rows = present;
     // M_v consists of public dictionary rows: the server can match each row
     // to its vertex and so learns the neighbour set exactly. No epsilon
-    // bounds that, so nothing finite goes into the ledger; the report and
-    // unbounded_release() say so instead.
+    // bounds that: the ledger records an exact release, which the device's
+    // budget must allow (paper-mode experiments do).
+    ReleaseCost exact;
+    exact.unbounded = true;
+    const Status allowed = ledger_.Record(kPhaseMatrix, Mechanism::kExact, PrivacyMode::kPaper, exact);
+    if (!allowed.ok()) {
+      Settle(allowed, 0, r);
+      return;
+    }
     unbounded_ = true;
     r.releases = 1;
     r.epsilon = 0.0;
@@ -430,7 +453,12 @@ void FedWalkHctRole::ComputeMatrix() {
     s = AddRowToDegreeHistogram(ConstByteSpan(n.row_bytes, size_t{bins} * 4), bins, buckets, cells);
   }
   double spent = 0.0;
+  if (s.ok()) {
+    s = ledger_.CanRecord(kPhaseMatrix, Mechanism::kDiscreteLaplace, PrivacyMode::kStrict,
+                          ReleaseCost{sensitivity_factor_ * params_.epsilon_upload});
+  }
   if (s.ok()) s = NoiseHistogram(rng_, params_.epsilon_upload, bins, cells, &spent);
+  spent *= sensitivity_factor_;
   if (s.ok()) s = ledger_.Record(kPhaseMatrix, Mechanism::kDiscreteLaplace, PrivacyMode::kStrict, spent);
   if (!s.ok()) {
     for (int32_t& c : cells) c = 0;

@@ -27,6 +27,7 @@ WalkInputs WalkInputsFrom(const FedWalkHctRole& hct) {
   in.neighbours = hct.neighbours();
   in.codebook_pool = hct.codebook_pool();
   in.own_row = hct.OwnCodebookRow();
+  in.own_truncated_mass = hct.OwnCodebookTruncatedMass();
   in.tree = hct.tree();
   in.bin_plan = hct.bin_plan();
   in.bins = hct.parameters().bins;
@@ -61,6 +62,10 @@ Status FedWalkWalkRole::Init(const WalkInputs& in) {
     }
   }
   NODEFL_TRY(peers_.Bind(own_id_, records, storage_.peer_cache));
+  // What the encoder costs over the rows this device will sample from,
+  // measured once: the rows do not change during a job.
+  NODEFL_TRY_ASSIGN(encoder_cost_, MeasureEncoderRows(in.own_row, in.own_truncated_mass, in.neighbours,
+                                                      in.codebook_pool));
   inputs_ = in;
 
   // The predictor needs the tree indexed; without it every step takes a
@@ -98,6 +103,16 @@ Status FedWalkWalkRole::StartJob(uint64_t job_id, const WalkParameters& params) 
   params_ = params;
   stats_ = Stats{};
   next_counter_ = 1;
+  ledger_.BeginJob(job_id);
+  // The larger of the server's claim and the device's measurement.
+  encoding_cost_ = ReleaseCost();
+  encoding_cost_.epsilon =
+      encoder_cost_.epsilon > params.epsilon_per_encoding ? encoder_cost_.epsilon : params.epsilon_per_encoding;
+  const double delta = encoder_cost_.delta + encoder_cost_.truncated_mass;
+  encoding_cost_.delta = delta > 1.0 ? 1.0 : delta;
+  encoding_cost_.unbounded = encoder_cost_.unbounded;
+  encoding_cost_.unbounded_against_server = true;
+  edge_epsilon_ = 0.0;
   send_cursor_ = 0;
   last_report_round_ = 0;
   resend_report_ = false;
@@ -393,15 +408,18 @@ void FedWalkWalkRole::Step(WalkSlot* slot) {
   }
   if (r->encodings > 0) {
     // Accounted before anything leaves the device: encodings the ledger
-    // cannot hold are taken back.
-    const Status recorded = ledger_.Record(kPhaseWalks, Mechanism::kExponential, params_.mode,
-                                           params_.epsilon_per_encoding, r->encodings);
+    // cannot hold are taken back. Per edge, everything the walk encodes
+    // from here on depends on this device's choice (walk_role.h).
+    ReleaseCost cost = encoding_cost_;
+    cost.edge_epsilon = static_cast<double>(r->encodings + uint32_t{slot->header.remaining}) * encoding_cost_.epsilon;
+    const Status recorded = ledger_.Record(kPhaseWalks, Mechanism::kExponential, params_.mode, cost, r->encodings);
     if (!recorded.ok()) {
       slot->header = before;
       EndHere(slot, WalkOutcome::kDropped);
       return;
     }
     stats_.encodings += r->encodings;
+    edge_epsilon_ += cost.edge_epsilon;
   }
   if (r->hop == WalkHop::kServer) {
     EndHere(slot, r->outcome);
@@ -584,7 +602,11 @@ Status FedWalkWalkRole::SendReport(device::DeviceSession& session, uint32_t roun
     r.rejected = stats_.dropped + stats_.dropped_starts + stats_.lost + stats_.rejected;
     r.duplicates = stats_.duplicates;
     r.releases = stats_.encodings;
-    r.epsilon = stats_.encodings * params_.epsilon_per_encoding;
+    r.epsilon = stats_.encodings * encoding_cost_.epsilon;
+    r.delta = stats_.encodings * encoding_cost_.delta;
+    r.edge_epsilon = edge_epsilon_;
+    r.unbounded = encoding_cost_.unbounded && stats_.encodings > 0;
+    r.unbounded_against_server = stats_.encodings > 0;
   }
   NODEFL_TRY(session.Send(m));
   last_report_round_ = round;

@@ -100,7 +100,8 @@ std::vector<RoundStart> FedWalkWalkJob::OnReport(uint32_t device, uint32_t round
     ++summary_.keys_ready;
   } else if (round == fw::kWalkRoundReport && phase_ == Phase::kReport && it->second == kReady) {
     it->second = kReported;
-    device_ledger_[device] = {report.epsilon, report.releases};
+    device_ledger_[device] = {report.epsilon,   report.edge_epsilon, report.delta, report.releases,
+                              report.unbounded, report.unbounded_against_server};
   }
   return Poll(now_us);
 }
@@ -405,15 +406,22 @@ void FedWalkWalkJob::RunTraining() {
 
 void FedWalkWalkJob::Finish() {
   phase_ = Phase::kFinished;
-  std::vector<double> eps;
+  std::vector<double> eps, edge;
   for (const auto& [id, e] : device_ledger_) {
-    eps.push_back(e.first);
-    summary_.encodings += e.second;
+    eps.push_back(e.epsilon);
+    edge.push_back(e.edge_epsilon);
+    summary_.delta_max = std::max(summary_.delta_max, e.delta);
+    summary_.encodings += e.releases;
+    summary_.devices_unbounded += e.unbounded ? 1 : 0;
+    summary_.devices_unbounded_against_server += e.unbounded_against_server ? 1 : 0;
   }
   if (!eps.empty()) {
     std::sort(eps.begin(), eps.end());
+    std::sort(edge.begin(), edge.end());
     summary_.epsilon_max = eps.back();
     summary_.epsilon_median = eps[eps.size() / 2];
+    summary_.edge_epsilon_max = edge.back();
+    summary_.edge_epsilon_median = edge[edge.size() / 2];
   }
 }
 
@@ -486,7 +494,14 @@ void FedWalkWalkJob::LogSummary(Logger& log, uint64_t job_id) const {
             {"epsilon_per_encoding", options_.params.epsilon_per_encoding},
             {"encodings", s.encodings},
             {"device_epsilon_max", s.epsilon_max},
-            {"device_epsilon_median", s.epsilon_median}});
+            {"device_epsilon_median", s.epsilon_median},
+            {"device_edge_epsilon_max", s.edge_epsilon_max},
+            {"device_edge_epsilon_median", s.edge_epsilon_median},
+            {"device_delta_max", s.delta_max},
+            {"devices_unbounded", s.devices_unbounded},
+            // The relay sees every hop: against the server the walks are
+            // not private at all, whatever the figures above say.
+            {"against_server", s.devices_unbounded_against_server > 0 ? "unbounded" : "bounded"}});
 }
 
 }  // namespace nodefl::server::jobs

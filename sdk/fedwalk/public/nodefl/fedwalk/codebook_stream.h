@@ -51,6 +51,8 @@ class CodebookStream {
   uint32_t rows_kept() const { return rows_kept_; }
   // The own row in the pool (empty if none was kept).
   Span<const CodebookEntry> own_row() const;
+  // The probability mass the own row leaves out (0 without an own row).
+  float own_truncated_mass() const { return own_count_ == 0 ? 0.0f : own_truncated_mass_; }
   size_t pool_used() const { return pool_used_; }
   uint32_t k() const { return k_; }
 
@@ -77,6 +79,7 @@ class CodebookStream {
   uint32_t own_id_ = kAbsentVertex;
   size_t own_offset_ = 0;
   uint32_t own_count_ = 0;           // 0: no own row kept
+  float own_truncated_mass_ = 0.0f;
   size_t pool_used_ = 0;
   uint32_t rows_kept_ = 0;
   Part part_ = Part::kHeader;

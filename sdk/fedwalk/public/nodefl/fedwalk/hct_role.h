@@ -31,12 +31,20 @@
 // (neighbour_filters.h, tree_stream.h, codebook_stream.h).
 //
 // Degree bound. The device's capacity is HctStorage::neighbours.size(),
-// sized by the app. If the device's real degree is larger, the app fills in
-// what fits (or nothing) and passes the real degree to Init(): the role then
-// answers round 1 (and any later round) with JobReport{kResourceExhausted},
-// uploads nothing and releases nothing; the server records the device as
-// excluded. (That reply tells the server one bit, "degree > capacity"; the
-// capacity is the app's public configuration.)
+// sized by the app. If the device's real degree is larger, the app keeps
+// the `capacity` neighbours that come first in the public order of
+// privacy/neighbour_cap.h (NeighbourCap) and passes the real degree to
+// Init(). The device never refuses because of its degree: a refusal would
+// tell the server "degree > capacity", a bit without a DP bound. Instead,
+// whenever a list of `capacity` neighbours could be cut at all (capacity <
+// vertex_count - 1, public numbers), every release's sensitivity doubles
+// (an added edge can bring one neighbour in and push one out), and the role
+// records twice the nominal ε in its ledger and report.
+//
+// Budget. Every release goes through the ledger first (privacy/ledger.h):
+// one past the device's budget, or paper mode's M_v (an exact release)
+// unless the budget allows unbounded releases, is not made; the round is
+// reported with kPermissionDenied.
 //
 // Rules of the conversation:
 //   * A round's artefacts arrive on the job id with Envelope.round = that
@@ -116,22 +124,33 @@ class FedWalkHctRole final : public device::Role {
 
   // Checks the neighbour ids (sorted ascending, no duplicates, not own id):
   // kInvalidArgument otherwise. `actual_degree` is the device's real number
-  // of neighbours; above storage.neighbours.size() the device refuses every
-  // job (see "Degree bound"); below it is an inconsistent call
-  // (kInvalidArgument). Init() means actual_degree = neighbours.size().
+  // of neighbours; `neighbour_cap` the most neighbours the app keeps, a
+  // public number (kNoNeighbourCap: the app keeps them all, however many).
+  // Above the cap the neighbours given are the ones NeighbourCap kept (see
+  // "Degree bound"). kInvalidArgument for an actual degree below the
+  // neighbours given, a cap below them or a degree above the neighbours
+  // given without a cap. Init() means actual_degree = neighbours.size(),
+  // no cap; Init(d) with d above the neighbours given means the storage is
+  // the cap.
+  static constexpr uint32_t kNoNeighbourCap = UINT32_MAX;
   Status Init();
   Status Init(uint32_t actual_degree);
+  Status Init(uint32_t actual_degree, uint32_t neighbour_cap);
 
   nodefl_wire_JobKind kind() const override { return nodefl_wire_JobKind_JOB_KIND_FEDWALK_HCT; }
   Status OnMessage(const nodefl_wire_Envelope& message, device::DeviceSession& session) override;
   Status OnPoll(uint64_t now_us, device::DeviceSession& session) override;
   void OnSessionRestart(bool resumed) override;
 
-  // The job is over for this device: round 3 reported (or the refusal).
+  // The job is over for this device: round 3 reported.
   bool finished() const;
   uint32_t round() const { return round_; }
   uint64_t job_id() const { return job_id_; }
-  bool refused() const { return refused_; }
+  // The neighbour list was cut to capacity (never told to the server).
+  bool truncated() const { return actual_degree_ > storage_.neighbours.size(); }
+  // 2 if the app's cap could cut a neighbour list of this job's graph, else
+  // 1 (privacy/neighbour_cap.h); multiplies the ε of every release.
+  uint32_t sensitivity_factor() const { return sensitivity_factor_; }
   // Paper mode's M_v went (or is going) out: a release with no DP guarantee.
   bool unbounded_release() const { return unbounded_; }
   const Stats& stats() const { return stats_; }
@@ -151,6 +170,7 @@ class FedWalkHctRole final : public device::Role {
   // The device's own codebook row (empty if none was kept: the device is
   // absent from the codebook, or the pool had no room for it).
   Span<const CodebookEntry> OwnCodebookRow() const;
+  float OwnCodebookTruncatedMass() const;
   // The pool the rows live in (HctNeighbour::codebook_offset/count).
   Span<const CodebookEntry> codebook_pool() const { return storage_.codebook_pool; }
   ConstByteSpan tree() const;
@@ -197,13 +217,14 @@ class FedWalkHctRole final : public device::Role {
   Drbg& rng_;
   PrivacyLedger& ledger_;
   uint32_t actual_degree_ = 0;
+  uint32_t neighbour_cap_ = kNoNeighbourCap;
   bool initialised_ = false;
 
   // The job.
   bool in_job_ = false;
   uint64_t job_id_ = 0;
   HctParameters params_;
-  bool refused_ = false;
+  uint32_t sensitivity_factor_ = 1;
   bool unbounded_ = false;
 
   // The current round.

@@ -62,10 +62,20 @@
 // counter against that sender's replay window.
 //
 // Privacy accounting. Every Enc() (a draw from a codebook row, Eq. 12) is
-// one release: the step's encodings are recorded in the PrivacyLedger
-// (phase kPhaseWalks, Mechanism::kExponential, the parameters' mode,
-// epsilon_per_encoding each) before the walk leaves the device; a walk
-// whose encodings the ledger cannot record leaves without them, kDropped.
+// one release, recorded in the PrivacyLedger (phase kPhaseWalks,
+// Mechanism::kExponential, the parameters' mode) before the walk leaves the
+// device; a walk whose encodings the ledger cannot record (full, or past the
+// device's budget) leaves without them, kDropped. The cost is the device's
+// own figure (encoder_cost.h): per encoding ε = the larger of what it
+// measures over the rows it holds and the server's epsilon_per_encoding,
+// δ = the rows' support difference plus their largest truncated mass,
+// unbounded when its rows share no output. Per edge, a step costs its own
+// encodings plus every encoding the walk makes after it (changing one of
+// this device's edges changes the walk's every later hop), so each step
+// records edge ε = (encodings + remaining) x ε; per-device sums of
+// encodings would understate that. Every walk encoding is marked
+// unbounded against the server: the relay's metadata shows the walk's
+// path, whatever the encodings hide (docs/privacy.md).
 //
 // Report (round 3; repeated after a reconnect): JobReport
 //   expected   walks started here (kStartWalks entries, dropped ones too)
@@ -104,6 +114,7 @@
 #include "nodefl/device/role.h"
 #include "nodefl/fedwalk/hct_format.h"
 #include "nodefl/fedwalk/hct_role.h"
+#include "nodefl/fedwalk/encoder_cost.h"
 #include "nodefl/fedwalk/hct_storage.h"
 #include "nodefl/fedwalk/tree_index.h"
 #include "nodefl/fedwalk/walk_format.h"
@@ -123,6 +134,7 @@ struct WalkInputs {
   Span<const HctNeighbour> neighbours;       // sorted by id
   Span<const CodebookEntry> codebook_pool;   // their rows (HctNeighbour::codebook_offset)
   Span<const CodebookEntry> own_row;         // the device's own codebook row
+  float own_truncated_mass = 0.0f;           // what that row leaves out of Eq. 12
   ConstByteSpan tree;                        // kTree bytes (empty: no predictor)
   ConstByteSpan bin_plan;                    // vertex_count bytes (empty: no predictor)
   uint8_t bins = 0;
@@ -188,6 +200,10 @@ class FedWalkWalkRole final : public device::Role {
   bool tree_indexed() const { return !tree_index_.empty(); }
   const Stats& stats() const { return stats_; }
   const WalkParameters& parameters() const { return params_; }
+  // The encoder's cost as this device measured it over its rows (Init).
+  const EncoderCost& measured_encoder_cost() const { return encoder_cost_; }
+  // What one encoding costs in this job (measured and claimed, the larger).
+  const ReleaseCost& encoding_cost() const { return encoding_cost_; }
   size_t held_walks() const { return queue_.in_use(); }
   size_t queue_capacity() const { return queue_.capacity(); }
   const WalkPeerTable& peers() const { return peers_; }
@@ -247,6 +263,9 @@ class FedWalkWalkRole final : public device::Role {
   WalkParameters params_;
   bool refused_ = false;
   uint64_t next_counter_ = 1;  // device-wide seal counter of this job
+  EncoderCost encoder_cost_;    // measured over the rows in Init
+  ReleaseCost encoding_cost_;   // per encoding in this job
+  double edge_epsilon_ = 0.0;   // this job's per-edge total (reported)
   size_t send_cursor_ = 0;
   Stats stats_;
 

@@ -79,6 +79,13 @@ struct WalkSummary {
   double seconds_keys = 0, seconds_walks = 0, seconds_report = 0, seconds_training = 0;
   double training_tokens_per_second = 0;
   double epsilon_max = 0, epsilon_median = 0;  // devices' reported totals for this job
+  // Per edge (a step counts every later hop of its walk) and delta; both
+  // reported by the devices. An edge's figure is the sum of its two
+  // endpoints' (at most twice the maximum).
+  double edge_epsilon_max = 0, edge_epsilon_median = 0;
+  double delta_max = 0;
+  uint64_t devices_unbounded = 0;               // devices whose rows share no output
+  uint64_t devices_unbounded_against_server = 0;
   uint64_t encodings = 0;                      // devices' reported releases
   uint64_t protocol_errors = 0;
   std::string embeddings_path;
@@ -136,7 +143,12 @@ class FedWalkWalkJob final : public Job {
   FedWalkWalkOptions options_;
   std::vector<uint32_t> participants_;
   std::map<uint32_t, uint8_t> device_state_;  // 0 waiting keys, 1 ready, 2 reported round 3, 3 missed
-  std::map<uint32_t, std::pair<double, uint64_t>> device_ledger_;  // epsilon, releases
+  struct DeviceLedger {
+    double epsilon = 0, edge_epsilon = 0, delta = 0;
+    uint64_t releases = 0;
+    bool unbounded = false, unbounded_against_server = false;
+  };
+  std::map<uint32_t, DeviceLedger> device_ledger_;
   Phase phase_ = Phase::kIdle;
   uint64_t round_started_us_ = 0;
   WalkSummary summary_;
