@@ -1,0 +1,258 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// nodefl-histogram-bench: strict FedWalk's cluster-histogram design in one
+// process, for epsilon sweeps without 10,000 TLS connections. Every vertex
+// of a dataset makes its releases with the SDK's own device function
+// (histogram_simulation.h); the server side is exactly what the job runs
+// (histogram_plan.h: partitions, refinement; histogram_walks.h; SkipGram).
+// Writes the embeddings; tests/bench/strict-fedwalk-sweep.sh scores them
+// beside centralized DeepWalk.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+
+#include "nodefl/dataset/graph_dataset.h"
+#include "nodefl/server/fedwalk/histogram_plan.h"
+#include "nodefl/server/fedwalk/histogram_simulation.h"
+#include "nodefl/server/fedwalk/histogram_walks.h"
+#include "nodefl/server/fedwalk/skipgram_train.h"
+#include "nodefl/server/fedwalk/walk_file.h"
+#include "skipgram_cli.h"
+
+namespace {
+
+using namespace nodefl::server::fedwalk;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string graph;
+  std::string output;
+  std::string walks_out;
+  HistogramPlanOptions plan;
+  HistogramWalkOptions walks;
+  SkipGramOptions skipgram;
+  uint64_t seed = 1;
+};
+
+void Usage(std::FILE* out) {
+  std::fprintf(out,
+               "usage: nodefl-histogram-bench --graph DIR [--output EMB] [options]\n"
+               "Strict FedWalk by noised cluster histograms, simulated in process: every vertex\n"
+               "releases h_v[c] = #neighbours in cluster c + exact discrete Laplace noise with\n"
+               "the SDK's device code; the server refines the partition if asked, generates the\n"
+               "walks from the releases and trains SkipGram. Prints the plan, the per-device\n"
+               "epsilon, the walk statistics and the times.\n"
+               "  --graph DIR          dataset in the shared TSV layout (edges.tsv)\n"
+               "  --output EMB         write the embeddings (word2vec text); without it, no training\n"
+               "  --walks-out FILE     also write the walks, one per line\n"
+               "  --epsilon E          total epsilon per device over all its releases (default 8)\n"
+               "  --partition P        random (one release against a random balanced partition,\n"
+               "                       the default) or refined (a first release against a random\n"
+               "                       partition, spectral clustering of it, a second release\n"
+               "                       against the clusters: LDPGen's scheme)\n"
+               "  --clusters C         clusters of the (last) release; 0 = the default rule\n"
+               "                       (histogram_plan.h) (default 0)\n"
+               "  --first-clusters C   refined: clusters of the first, random release (0 = rule)\n"
+               "  --first-share F      refined: share of epsilon spent on the first release\n"
+               "                       (default 0.5)\n"
+               "  --rule R             walk rule: reciprocal (default) or direct\n"
+               "  --min-count K        cells below K are treated as empty (default 1)\n"
+               "  --gamma G            walks per vertex (default 80)\n"
+               "  --length L           vertices per walk, the start included (default 40)\n"
+               "  --seed S             seed of the partitions, the devices' noise, walks and training\n"
+               "%s"
+               "  --help               this text\n",
+               cli::SkipGramFlagsHelp());
+}
+
+bool ParseDouble(const std::string& text, double* out) {
+  char* end = nullptr;
+  *out = std::strtod(text.c_str(), &end);
+  return end != text.c_str() && *end == '\0' && std::isfinite(*out);
+}
+
+bool Parse(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      Usage(stdout);
+      std::exit(0);
+    }
+    std::string error;
+    const cli::FlagResult r = cli::ParseSkipGramFlag(argc, argv, &i, &o->skipgram, &error);
+    if (r == cli::FlagResult::kBad) {
+      std::fprintf(stderr, "nodefl-histogram-bench: %s\n", error.c_str());
+      return false;
+    }
+    if (r == cli::FlagResult::kTaken) continue;
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "nodefl-histogram-bench: unknown argument '%s' or missing value (see --help)\n",
+                   arg.c_str());
+      return false;
+    }
+    const std::string v = argv[++i];
+    auto bad = [&](const char* what) {
+      std::fprintf(stderr, "nodefl-histogram-bench: %s expects %s, got '%s'\n", arg.c_str(), what, v.c_str());
+      return false;
+    };
+    uint64_t x = 0;
+    double d = 0;
+    if (arg == "--graph") {
+      o->graph = v;
+    } else if (arg == "--output") {
+      o->output = v;
+    } else if (arg == "--walks-out") {
+      o->walks_out = v;
+    } else if (arg == "--epsilon") {
+      if (!ParseDouble(v, &d) || d <= 0) return bad("a positive number");
+      o->plan.total_epsilon = d;
+    } else if (arg == "--partition") {
+      const auto scheme = ParsePartitionScheme(v);
+      if (!scheme) return bad("random or refined");
+      o->plan.scheme = *scheme;
+    } else if (arg == "--clusters" || arg == "--first-clusters") {
+      if (!cli::ParseUnsigned(v, 0xFFFF - 1, &x)) return bad("a whole number 0 .. 65534");
+      (arg == "--clusters" ? o->plan.clusters : o->plan.first_clusters) = static_cast<uint32_t>(x);
+    } else if (arg == "--first-share") {
+      if (!ParseDouble(v, &d) || d <= 0 || d >= 1) return bad("a number strictly between 0 and 1");
+      o->plan.first_share = d;
+    } else if (arg == "--rule") {
+      const auto rule = ParseHistogramWalkRule(v);
+      if (!rule) return bad("reciprocal or direct");
+      o->walks.rule = *rule;
+    } else if (arg == "--min-count") {
+      if (!cli::ParseUnsigned(v, 1000000, &x) || x == 0) return bad("a whole number 1 .. 1000000");
+      o->walks.min_count = static_cast<uint32_t>(x);
+    } else if (arg == "--gamma" || arg == "--length") {
+      if (!cli::ParseUnsigned(v, 1000000, &x) || x == 0) return bad("a whole number 1 .. 1000000");
+      (arg == "--gamma" ? o->walks.walks_per_vertex : o->walks.walk_length) = static_cast<uint32_t>(x);
+    } else if (arg == "--seed") {
+      if (!cli::ParseUnsigned(v, UINT64_MAX, &x)) return bad("a whole number");
+      o->seed = x;
+    } else {
+      std::fprintf(stderr, "nodefl-histogram-bench: unknown argument '%s' (see --help)\n", arg.c_str());
+      return false;
+    }
+  }
+  if (o->graph.empty()) {
+    std::fprintf(stderr, "nodefl-histogram-bench: --graph is required (see --help)\n");
+    return false;
+  }
+  if (const std::string problem = ValidateSkipGramOptions(o->skipgram); !problem.empty()) {
+    std::fprintf(stderr, "nodefl-histogram-bench: %s\n", problem.c_str());
+    return false;
+  }
+  o->walks.threads = o->skipgram.threads;
+  o->walks.seed = o->seed;
+  o->skipgram.seed = o->seed;
+  return true;
+}
+
+double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!Parse(argc, argv, &o)) return 2;
+  const nodefl::dataset::LoadResult loaded = nodefl::dataset::LoadGraph(o.graph);
+  if (!loaded.ok) {
+    std::fprintf(stderr, "nodefl-histogram-bench: %s\n", loaded.error.c_str());
+    return 1;
+  }
+  const nodefl::dataset::Graph& g = loaded.graph;
+  std::vector<std::vector<uint32_t>> neighbours(g.num_nodes);
+  std::vector<uint32_t> everyone(g.num_nodes);
+  for (uint32_t v = 0; v < g.num_nodes; ++v) {
+    everyone[v] = v;
+    neighbours[v].assign(g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
+                         g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
+  }
+  std::string error;
+  const std::optional<std::vector<PlannedRelease>> plan = PlanReleases(o.plan, g.num_nodes, &error);
+  if (!plan) {
+    std::fprintf(stderr, "nodefl-histogram-bench: %s\n", error.c_str());
+    return 2;
+  }
+  std::fprintf(stderr, "nodefl-histogram-bench: %s, %u nodes, %llu edges; %s partition, total epsilon %g in %zu "
+               "release(s)\n",
+               g.name.c_str(), g.num_nodes, static_cast<unsigned long long>(g.num_edges),
+               PartitionSchemeName(o.plan.scheme), o.plan.total_epsilon, plan->size());
+
+  // The releases, round by round: each round's partition is public before
+  // the devices release against it (random, or refined from the previous
+  // round's releases).
+  auto t0 = Clock::now();
+  double release_s = 0, refine_s = 0, device_epsilon = 0;
+  std::optional<SimulatedRelease> last;
+  for (size_t r = 0; r < plan->size(); ++r) {
+    const PlannedRelease& p = (*plan)[r];
+    t0 = Clock::now();
+    std::vector<uint16_t> partition;
+    if (r == 0) {
+      partition = RandomClusterPartition(everyone, g.num_nodes, p.clusters, o.seed + r);
+    } else {
+      RefineOptions refine;
+      refine.seed = o.seed + r;
+      refine.threads = o.skipgram.threads;
+      partition = RefinePartition(last->histograms, p.clusters, refine);
+      refine_s += SecondsSince(t0);
+      t0 = Clock::now();
+    }
+    last = SimulateHistogramRelease(neighbours, std::move(partition), p.clusters, p.epsilon, o.seed,
+                                    static_cast<uint32_t>(r + 1), o.skipgram.threads);
+    if (!last->error.empty()) {
+      std::fprintf(stderr, "nodefl-histogram-bench: release %zu: %s\n", r + 1, last->error.c_str());
+      return 1;
+    }
+    release_s += SecondsSince(t0);
+    device_epsilon += last->epsilon_spent;
+    uint64_t cells = 0;
+    for (uint32_t v = 0; v < g.num_nodes; ++v) cells += last->histograms.row(v).size();
+    std::fprintf(stderr, "  release %zu: %u clusters, epsilon %g (delivered %.7g), positive cells per device %.1f\n",
+                 r + 1, p.clusters, p.epsilon, last->epsilon_spent,
+                 static_cast<double>(cells) / std::max<uint32_t>(1, g.num_nodes));
+  }
+
+  t0 = Clock::now();
+  HistogramWalkStats stats;
+  cli::ProgressLine walk_line("walking", "walks");
+  const std::optional<WalkCorpus> corpus =
+      GenerateHistogramWalks(last->histograms, o.walks, std::ref(walk_line), &stats, &error);
+  const double walk_s = SecondsSince(t0);
+  if (!corpus) {
+    std::fprintf(stderr, "nodefl-histogram-bench: %s\n", error.c_str());
+    return 1;
+  }
+  if (!o.walks_out.empty() && !SaveWalkFile(*corpus, o.walks_out, &error)) {
+    std::fprintf(stderr, "nodefl-histogram-bench: %s\n", error.c_str());
+    return 1;
+  }
+  double train_s = 0;
+  if (!o.output.empty()) {
+    t0 = Clock::now();
+    cli::ProgressLine train_line("training", "tokens");
+    const std::optional<SkipGramModel> model = Train(*corpus, o.skipgram, std::ref(train_line), &error);
+    train_s = SecondsSince(t0);
+    if (!model || !model->WriteWord2VecText(o.output, &error)) {
+      std::fprintf(stderr, "nodefl-histogram-bench: %s\n", error.c_str());
+      return 1;
+    }
+  }
+  std::printf("dataset=%s nodes=%u partition=%s releases=%zu clusters=%u epsilon_total=%g device_epsilon=%.7g "
+              "epsilon_per_edge_vs_server=%.7g rule=%s min_count=%u gamma=%u length=%u seed=%llu\n",
+              g.name.c_str(), g.num_nodes, PartitionSchemeName(o.plan.scheme), plan->size(), plan->back().clusters,
+              o.plan.total_epsilon, device_epsilon, 2 * device_epsilon, HistogramWalkRuleName(o.walks.rule),
+              o.walks.min_count, o.walks.walks_per_vertex, o.walks.walk_length,
+              static_cast<unsigned long long>(o.seed));
+  std::printf("walks=%llu tokens=%llu dead_ends=%llu fallback_steps=%llu weighted_cells=%llu cluster_pairs=%llu "
+              "release_s=%.2f refine_s=%.2f walk_s=%.2f train_s=%.2f\n",
+              static_cast<unsigned long long>(stats.walks), static_cast<unsigned long long>(stats.tokens),
+              static_cast<unsigned long long>(stats.dead_ends), static_cast<unsigned long long>(stats.fallback_steps),
+              static_cast<unsigned long long>(stats.weighted_cells),
+              static_cast<unsigned long long>(stats.cluster_pairs), release_s, refine_s, walk_s, train_s);
+  return 0;
+}
