@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 #include <vector>
@@ -107,7 +108,8 @@ TEST(HistogramWalksTest, PowerAWrongLawIsRejected) {
 }
 
 TEST(HistogramWalksTest, TheReciprocalRuleNeverWalksAnEdgeOneEndpointDenies) {
-  // Vertex 0's noise claims vertex 6 (a count of 4); vertex 6 reports no
+  // Vertex 0's noise claims vertex 6 (a count of 4, clipped to 1: a
+  // cluster of one vertex holds at most one neighbour); vertex 6 reports no
   // edge back. The direct rule walks 0 -> 6; the reciprocal one never does.
   ClusterHistograms h = ExactRing();
   std::vector<int32_t> row(12, 0);
@@ -117,20 +119,21 @@ TEST(HistogramWalksTest, TheReciprocalRuleNeverWalksAnEdgeOneEndpointDenies) {
   const auto direct = GenerateHistogramWalks(h, Options(HistogramWalkRule::kDirect));
   const auto reciprocal = GenerateHistogramWalks(h, Options(HistogramWalkRule::kReciprocal));
   ASSERT_TRUE(direct && reciprocal);
-  // Direct: P(0 -> 6) = 4/8 (the cluster choice), 1/8 to each neighbour.
-  EXPECT_TRUE(FitsLaw(Transitions(*direct, 0), {{1, 0.125}, {3, 0.125}, {11, 0.125}, {9, 0.125}, {6, 0.5}}));
+  // Direct: every claimed cluster weighs 1, so 1/5 each, 6 included.
+  EXPECT_TRUE(FitsLaw(Transitions(*direct, 0), {{1, 0.2}, {3, 0.2}, {11, 0.2}, {9, 0.2}, {6, 0.2}}));
   EXPECT_TRUE(FitsLaw(Transitions(*reciprocal, 0), {{1, 0.25}, {3, 0.25}, {11, 0.25}, {9, 0.25}}));
 }
 
 TEST(HistogramWalksTest, CoarseClustersFollowTheDocumentedFormula) {
-  // 6 vertices in 3 clusters {0,1}, {2,3}, {4,5} and chosen counts.
-  // W[v][c]; B[c][s] = sum over w in c of W[w][s].
+  // 6 vertices in 3 clusters {0,1}, {2,3}, {4,5} and chosen counts, some
+  // beyond what a cluster can hold. W[v][c] = min(h, |c| - [v in c]);
+  // B[c][s] = sum over w in c of W[w][s].
   const std::vector<uint16_t> part = {0, 0, 1, 1, 2, 2};
   const std::vector<std::vector<int32_t>> w = {
       {1, 3, 0}, {0, 1, 2}, {2, 0, 1}, {4, 0, 0}, {0, 1, 1}, {2, 0, -3}};
   ClusterHistograms h(part, 3);
   for (uint32_t v = 0; v < 6; ++v) ASSERT_TRUE(h.SetRow(v, w[v]));
-  auto W = [&](uint32_t v, uint32_t c) { return std::max(0, w[v][c]); };
+  auto W = [&](uint32_t v, uint32_t c) { return std::clamp(w[v][c], 0, part[v] == c ? 1 : 2); };
   auto B = [&](uint32_t c, uint32_t s) {
     double b = 0;
     for (uint32_t x = 0; x < 6; ++x) b += part[x] == c ? W(x, s) : 0;

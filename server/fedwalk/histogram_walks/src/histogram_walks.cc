@@ -49,7 +49,15 @@ uint64_t Pick(const std::vector<double>& cumulative, uint64_t begin, uint64_t en
 Tables BuildTables(const ClusterHistograms& h, const HistogramWalkOptions& o, HistogramWalkStats* stats) {
   const uint32_t n = h.vertex_count();
   const uint64_t C = h.clusters();
-  auto weight = [&o](const HistogramCell& cell) { return cell.count >= o.min_count ? double(cell.count) : 0.0; };
+  // A vertex cannot have more neighbours in a cluster than the cluster has
+  // members (other than itself): larger values are noise, and clipping them
+  // is post-processing. With one vertex per cluster this caps every cell at
+  // 1 and drops the cell of the vertex's own cluster (no self-loops).
+  auto weight = [&o, &h](uint32_t v, const HistogramCell& cell) {
+    if (cell.count < o.min_count) return 0.0;
+    const uint64_t room = h.members(cell.cluster).size() - (h.partition()[v] == cell.cluster ? 1 : 0);
+    return static_cast<double>(std::min<uint64_t>(cell.count, room));
+  };
   struct Entry {
     uint64_t key;
     uint32_t vertex;
@@ -60,7 +68,7 @@ Tables BuildTables(const ClusterHistograms& h, const HistogramWalkOptions& o, Hi
     if (!h.present(w)) continue;
     const uint64_t c = h.partition()[w];
     for (const HistogramCell& cell : h.row(w)) {
-      const double x = weight(cell);
+      const double x = weight(w, cell);
       if (x > 0) entries.push_back(Entry{c * C + cell.cluster, w, x});
     }
   }
@@ -89,7 +97,7 @@ Tables BuildTables(const ClusterHistograms& h, const HistogramWalkOptions& o, Hi
     const uint64_t s = h.partition()[v];
     double cumulative = 0;
     for (const HistogramCell& cell : h.row(v)) {
-      double x = weight(cell);
+      double x = weight(v, cell);
       if (x <= 0) continue;
       if (o.rule == HistogramWalkRule::kReciprocal) {
         // x * B[c][s] / B̄[c][s]. B[s][c] >= x > 0 (v itself is in s), so

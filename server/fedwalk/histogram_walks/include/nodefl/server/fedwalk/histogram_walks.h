@@ -5,9 +5,12 @@
 // devices (FedWalk Sec. 4.3). Everything here is post-processing of the
 // releases, so the walks cost no privacy, whatever their number or length.
 //
-// Let W[v][c] = h_v[c] if h_v[c] >= min_count, else 0 (the released count,
-// clipped), s(v) the cluster of v and B[c][s] = sum over w in c of W[w][s]
-// (the edges between clusters c and s as c's members report them).
+// Let W[v][c] = min(h_v[c], |c| - [v in c]) if h_v[c] >= min_count, else 0:
+// the released count clipped to what cluster c can hold (a vertex has at
+// most |c| neighbours in c, itself excluded; with one vertex per cluster
+// every cell is 0 or 1 and there are no self-loops). s(v) is the cluster of
+// v and B[c][s] = sum over w in c of W[w][s] (the edges between clusters c
+// and s as c's members report them).
 //
 // kDirect (the rule the issue states): from v pick a cluster c with
 //   probability proportional to W[v][c], then a vertex w of c proportional
