@@ -11,6 +11,7 @@
 #include "nodefl/server/fedwalk/cluster_partition.h"
 #include "nodefl/server/fedwalk/histogram_plan.h"
 #include "nodefl/server/fedwalk/spectral_partition.h"
+#include "nodefl/server/fedwalk/tree_cut.h"
 
 namespace nodefl::server::fedwalk {
 namespace {
@@ -142,6 +143,28 @@ TEST(SpectralPartitionTest, RecoversTwoPlantedCommunitiesFromFirstRoundCounts) {
   uint32_t halves = 0;
   for (uint32_t v = 0; v < n; ++v) halves += refined[v] == (v < n / 2 ? 1u : 0u) ? 1 : 0;
   EXPECT_LE(std::max(halves, n - halves), 130u);
+}
+
+TEST(TreeCutTest, UndoesTheHighestMergesOnly) {
+  // Leaves 0..4 are vertices 10, 11, 12, 13, 14; merges by height:
+  // (0,1) -> 5, (2,3) -> 6, (5,6) -> 7, (4,7) -> 8.
+  const std::vector<Merge> merges = {{0, 1, 1.0, 2}, {2, 3, 2.0, 2}, {5, 6, 3.0, 4}, {4, 7, 4.0, 5}};
+  const auto tree = HctTree::FromMerges(merges, {10, 11, 12, 13, 14});
+  ASSERT_TRUE(tree);
+  auto cut = [&](uint32_t c) { return CutTreeIntoClusters(*tree, 16, c); };
+  const auto two = cut(2);  // {10..13}, {14}
+  EXPECT_EQ(two[10], two[13]);
+  EXPECT_NE(two[10], two[14]);
+  const auto three = cut(3);  // {10, 11}, {12, 13}, {14}
+  EXPECT_EQ(three[10], three[11]);
+  EXPECT_EQ(three[12], three[13]);
+  EXPECT_NE(three[10], three[12]);
+  EXPECT_NE(three[12], three[14]);
+  EXPECT_EQ(ClusterSizes(three, 3), (std::vector<uint32_t>{2, 2, 1}));
+  const auto all = cut(99);  // capped at the leaves: one each
+  EXPECT_EQ(ClusterSizes(all, 5), (std::vector<uint32_t>(5, 1)));
+  EXPECT_EQ(all[0], kAbsentCluster);  // not a leaf
+  EXPECT_EQ(cut(1)[12], 0);
 }
 
 }  // namespace

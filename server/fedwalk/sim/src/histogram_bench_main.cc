@@ -7,6 +7,7 @@
 // (histogram_plan.h: partitions, refinement; histogram_walks.h; SkipGram).
 // Writes the embeddings; tests/bench/strict-fedwalk-sweep.sh scores them
 // beside centralized DeepWalk.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,10 +16,14 @@
 #include <string>
 
 #include "nodefl/dataset/graph_dataset.h"
+#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/server/fedwalk/hct_pipeline.h"
+#include "nodefl/server/fedwalk/hct_simulation.h"
 #include "nodefl/server/fedwalk/histogram_plan.h"
 #include "nodefl/server/fedwalk/histogram_simulation.h"
 #include "nodefl/server/fedwalk/histogram_walks.h"
 #include "nodefl/server/fedwalk/skipgram_train.h"
+#include "nodefl/server/fedwalk/tree_cut.h"
 #include "nodefl/server/fedwalk/walk_file.h"
 #include "skipgram_cli.h"
 
@@ -52,12 +57,16 @@ void Usage(std::FILE* out) {
                "  --partition P        random (one release against a random balanced partition,\n"
                "                       the default) or refined (a first release against a random\n"
                "                       partition, spectral clustering of it, a second release\n"
-               "                       against the clusters: LDPGen's scheme)\n"
+               "                       against the clusters: LDPGen's scheme) or tree (the strict\n"
+               "                       HCT job's releases and tree, cut into clusters, then one\n"
+               "                       release against them)\n"
                "  --clusters C         clusters of the (last) release; 0 = the default rule\n"
                "                       (histogram_plan.h) (default 0)\n"
                "  --first-clusters C   refined: clusters of the first, random release (0 = rule)\n"
                "  --first-share F      refined: share of epsilon spent on the first release\n"
                "                       (default 0.5)\n"
+               "  --tree-epsilon E     tree: epsilon of the HCT job's two releases, half each,\n"
+               "                       part of the total (default 2)\n"
                "  --rule R             walk rule: reciprocal (default) or direct\n"
                "  --min-count K        cells below K are treated as empty (default 1)\n"
                "  --gamma G            walks per vertex (default 80)\n"
@@ -111,7 +120,7 @@ bool Parse(int argc, char** argv, Options* o) {
       o->plan.total_epsilon = d;
     } else if (arg == "--partition") {
       const auto scheme = ParsePartitionScheme(v);
-      if (!scheme) return bad("random or refined");
+      if (!scheme) return bad("random, refined or tree");
       o->plan.scheme = *scheme;
     } else if (arg == "--clusters" || arg == "--first-clusters") {
       if (!cli::ParseUnsigned(v, 0xFFFF - 1, &x)) return bad("a whole number 0 .. 65534");
@@ -119,6 +128,9 @@ bool Parse(int argc, char** argv, Options* o) {
     } else if (arg == "--first-share") {
       if (!ParseDouble(v, &d) || d <= 0 || d >= 1) return bad("a number strictly between 0 and 1");
       o->plan.first_share = d;
+    } else if (arg == "--tree-epsilon") {
+      if (!ParseDouble(v, &d) || d <= 0) return bad("a positive number");
+      o->plan.tree_epsilon = d;
     } else if (arg == "--rule") {
       const auto rule = ParseHistogramWalkRule(v);
       if (!rule) return bad("reciprocal or direct");
@@ -192,7 +204,30 @@ int main(int argc, char** argv) {
     const PlannedRelease& p = (*plan)[r];
     t0 = Clock::now();
     std::vector<uint16_t> partition;
-    if (r == 0) {
+    if (r == 0 && o.plan.scheme == PartitionScheme::kTreeCut) {
+      // The strict HCT job's releases (SDK device code) and tree, as the
+      // HCT job builds it; its epsilon counts towards the device's total.
+      nodefl::fedwalk::HctParameters hct;
+      hct.mode = nodefl::PrivacyMode::kStrict;
+      hct.epsilon_bins = hct.epsilon_upload = o.plan.tree_epsilon / 2;
+      const SimulatedJob job = SimulateHctUploads(neighbours, hct, o.seed);
+      HctPipelineOptions pipeline;
+      pipeline.threads = o.skipgram.threads;
+      pipeline.codebook.k = 1;  // the codebook is not used here
+      if (!job.error.empty()) {
+        std::fprintf(stderr, "nodefl-histogram-bench: HCT uploads: %s\n", job.error.c_str());
+        return 1;
+      }
+      const HctPipelineResult tree = RunHctPipeline(job.transcript, job.leaves, pipeline);
+      if (!tree.error.empty() || !tree.tree) {
+        std::fprintf(stderr, "nodefl-histogram-bench: HCT: %s\n", tree.error.c_str());
+        return 1;
+      }
+      device_epsilon += *std::max_element(job.device_epsilon.begin(), job.device_epsilon.end());
+      partition = CutTreeIntoClusters(*tree.tree, g.num_nodes, p.clusters);
+      refine_s += SecondsSince(t0);
+      t0 = Clock::now();
+    } else if (r == 0) {
       partition = RandomClusterPartition(everyone, g.num_nodes, p.clusters, o.seed + r);
     } else {
       RefineOptions refine;
