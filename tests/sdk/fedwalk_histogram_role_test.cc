@@ -385,17 +385,31 @@ TEST(FedWalkHistogramRoleTest, ABadPartitionEntryIsReportedAndNothingReleased) {
   EXPECT_EQ(d.ledger.total_epsilon(), 0.0);
 }
 
+TEST(FedWalkHistogramRoleTest, ACappedNeighbourListReleasesAtHalfTheEpsilonPerCell) {
+  // The real degree is above the 10 neighbours the app kept: no refusal.
+  // One edge can now move two cells, so the noise is drawn for epsilon / 2
+  // and the ledger still records (at most) epsilon.
+  const Scenario s;
+  Device d(s, 64, /*extra_degree=*/5);
+  d.Round(s.p1, s.partition1);
+  EXPECT_TRUE(d.role.truncated());
+  EXPECT_EQ(d.role.sensitivity_factor(), 2u);
+  ASSERT_EQ(d.got.uploads.size(), 1u);
+  Drbg replica;
+  ASSERT_TRUE(replica.SeedDeterministic(kSeed, s.own).ok());
+  HistogramParameters half = s.p1;
+  half.epsilon = s.p1.epsilon / 2;
+  double spent_half = 0;
+  EXPECT_EQ(Cells(d.got.uploads[0].bytes), Replay(replica, s.Placed(s.partition1), half, &spent_half));
+  ASSERT_EQ(d.got.reports.size(), 1u);
+  EXPECT_EQ(d.got.reports[0].second.code, 0u);
+  EXPECT_DOUBLE_EQ(d.got.reports[0].second.epsilon, 2 * spent_half);
+  EXPECT_LE(d.got.reports[0].second.epsilon, s.p1.epsilon);
+  EXPECT_DOUBLE_EQ(d.ledger.total_epsilon(), 2 * spent_half);
+}
+
 TEST(FedWalkHistogramRoleTest, PublicLimitsRefuseWithoutARelease) {
   const Scenario s;
-  {
-    Device d(s, 64, /*extra_degree=*/1);  // real degree above capacity
-    d.Round(s.p1, s.partition1);
-    EXPECT_TRUE(d.role.refused());
-    EXPECT_TRUE(d.got.uploads.empty());
-    ASSERT_EQ(d.got.reports.size(), 1u);
-    EXPECT_EQ(d.got.reports[0].second.code, static_cast<uint32_t>(StatusCode::kResourceExhausted));
-    EXPECT_EQ(d.ledger.total_epsilon(), 0.0);
-  }
   {
     Device d(s, /*cells=*/12);  // round 2 has 13 clusters
     d.Round(s.p1, s.partition1);
@@ -404,6 +418,21 @@ TEST(FedWalkHistogramRoleTest, PublicLimitsRefuseWithoutARelease) {
     EXPECT_EQ(d.got.reports[1].second.code, static_cast<uint32_t>(StatusCode::kResourceExhausted));
     EXPECT_EQ(d.got.uploads.size(), 1u);
     EXPECT_EQ(d.role.stats().releases, 1u);
+  }
+  {
+    // A budget below the job's two releases: the second is refused by the
+    // ledger before any noise is drawn.
+    Device d(s);
+    PrivacyBudget budget;
+    budget.job_epsilon = 3.0;  // round 1 costs 1.5, round 2 would bring 4.0
+    d.ledger.set_budget(budget);
+    d.Round(s.p1, s.partition1);
+    d.Round(s.p2, s.partition2);
+    ASSERT_EQ(d.got.reports.size(), 2u);
+    EXPECT_EQ(d.got.reports[0].second.code, 0u);
+    EXPECT_EQ(d.got.reports[1].second.code, static_cast<uint32_t>(StatusCode::kPermissionDenied));
+    EXPECT_EQ(d.got.uploads.size(), 1u);
+    EXPECT_LE(d.ledger.job_epsilon(), 3.0);
   }
 }
 

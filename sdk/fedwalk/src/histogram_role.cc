@@ -1,6 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/fedwalk/histogram_role.h"
 
+#include "nodefl/privacy/neighbour_cap.h"
 #include "nodefl/wire/envelope_codec.h"
 
 namespace nodefl::fedwalk {
@@ -24,16 +25,27 @@ FedWalkHistogramRole::FedWalkHistogramRole(uint32_t own_id, const HistogramStora
                                            PrivacyLedger& ledger)
     : own_id_(own_id), storage_(storage), rng_(rng), ledger_(ledger), receiver_(&Sink, this) {}
 
-Status FedWalkHistogramRole::Init() { return Init(static_cast<uint32_t>(storage_.neighbours.size())); }
+Status FedWalkHistogramRole::Init() {
+  return Init(static_cast<uint32_t>(storage_.neighbours.size()), kNoNeighbourCap);
+}
 
 Status FedWalkHistogramRole::Init(uint32_t actual_degree) {
+  const uint32_t given = static_cast<uint32_t>(storage_.neighbours.size());
+  return Init(actual_degree, actual_degree > given ? given : kNoNeighbourCap);
+}
+
+Status FedWalkHistogramRole::Init(uint32_t actual_degree, uint32_t neighbour_cap) {
   const Span<HistogramNeighbour> n = storage_.neighbours;
   for (size_t i = 0; i < n.size(); ++i) {
     if (n[i].id == own_id_) return Status::InvalidArgument();
     if (i > 0 && n[i - 1].id >= n[i].id) return Status::InvalidArgument();
   }
-  if (actual_degree < n.size() || storage_.cells.empty()) return Status::InvalidArgument();
+  if (actual_degree < n.size() || neighbour_cap < n.size() || storage_.cells.empty()) {
+    return Status::InvalidArgument();
+  }
+  if (actual_degree > n.size() && neighbour_cap == kNoNeighbourCap) return Status::InvalidArgument();
   actual_degree_ = actual_degree;
+  neighbour_cap_ = neighbour_cap;
   initialised_ = true;
   return Status::Ok();
 }
@@ -53,7 +65,10 @@ void FedWalkHistogramRole::StartJob(uint64_t job_id, const HistogramParameters& 
   in_job_ = true;
   job_id_ = job_id;
   params_ = params;
-  refused_ = actual_degree_ > storage_.neighbours.size();
+  // Public numbers only: the app's cap and the job's vertex count.
+  sensitivity_factor_ =
+      neighbour_cap_ == kNoNeighbourCap ? 1u : CapSensitivityFactor(neighbour_cap_, params.vertex_count);
+  ledger_.BeginJob(job_id);
   job_epsilon_ = 0.0;
   stats_ = Stats{};
   round_ = 0;
@@ -78,8 +93,8 @@ void FedWalkHistogramRole::EnterRound(const HistogramParameters& params, uint32_
   upload_ = false;
   stats_.neighbours_placed = 0;
   for (HistogramNeighbour& n : storage_.neighbours) n.cluster = kAbsentCluster;
-  // Refusals depend on public figures only (the app's capacity, C).
-  if (refused_ || params.clusters > storage_.cells.size()) Settle(Status::ResourceExhausted(), false, 0, 0.0);
+  // A refusal that depends on public figures only (C and the app's cells).
+  if (params.clusters > storage_.cells.size()) Settle(Status::ResourceExhausted(), false, 0, 0.0);
 }
 
 void FedWalkHistogramRole::RepeatRound(uint32_t deadline_ms) {
@@ -206,8 +221,17 @@ void FedWalkHistogramRole::Release() {
     return;
   }
   const Span<int32_t> cells(storage_.cells.data(), params_.clusters);
+  // Asked first, with the nominal epsilon, so that a refused release draws
+  // no noise.
+  Status s = ledger_.CanRecord(kPhaseClusterHistogram, Mechanism::kDiscreteLaplace, PrivacyMode::kStrict,
+                               ReleaseCost{params_.epsilon});
+  // With a capped neighbour list one edge can move two cells: noise for
+  // epsilon / 2 keeps the release epsilon-DP.
   double spent = 0.0;
-  Status s = MakeClusterHistogram(rng_, params_.epsilon, storage_.neighbours, cells, &spent);
+  if (s.ok()) {
+    s = MakeClusterHistogram(rng_, params_.epsilon / sensitivity_factor_, storage_.neighbours, cells, &spent);
+  }
+  spent *= sensitivity_factor_;
   // Accounted before it can leave: a release the ledger cannot hold is not
   // made (the noised cells are wiped).
   if (s.ok()) s = ledger_.Record(kPhaseClusterHistogram, Mechanism::kDiscreteLaplace, PrivacyMode::kStrict, spent);

@@ -17,12 +17,16 @@
 // other devices and asks the server for nothing by name.
 //
 // Degree bound. The device's capacity is HistogramStorage::neighbours.size(),
-// sized by the app; a device whose real degree (Init) is larger refuses the
-// job: every round is answered with JobReport{kResourceExhausted}, nothing
-// is released. The server learns one bit, "degree above the app's published
-// capacity" (as with the HCT role). A round whose C exceeds
-// HistogramStorage::cells.size() (public: C is in the parameters) is
-// answered kResourceExhausted too, without a release.
+// sized by the app. A device whose real degree is larger does not refuse
+// (a refusal would tell the server "degree > capacity", a bit with no DP
+// bound): the app keeps the neighbours privacy/neighbour_cap.h chooses in a
+// public order and passes its cap to Init. Whenever a cap could cut some
+// neighbour list of the job's graph (CapSensitivityFactor, public numbers
+// only), one edge can move two cells (one neighbour in, one out), so the
+// role noises at epsilon/2 and the release is still epsilon-DP. A round
+// whose C exceeds HistogramStorage::cells.size() (public: C is in the
+// parameters) is answered kResourceExhausted, without a release; so is a
+// release the ledger's budget refuses (kPermissionDenied).
 //
 // Rules of the conversation (as in hct_role.h):
 //   * A round's artefact arrives on the job id with Envelope.round = that
@@ -92,11 +96,16 @@ class FedWalkHistogramRole final : public device::Role {
 
   // Checks the neighbour ids (sorted ascending, no duplicates, not own id)
   // and that there is at least one cell: kInvalidArgument otherwise.
-  // `actual_degree` is the real degree; above the capacity the device
-  // refuses every job (see "Degree bound"), below it is an inconsistent
-  // call (kInvalidArgument). Init() means actual_degree = capacity.
+  // `actual_degree` is the real degree, `neighbour_cap` the most neighbours
+  // the app keeps (public; kNoNeighbourCap: all of them). kInvalidArgument
+  // for a degree below the neighbours given, a cap below them, or a degree
+  // above them without a cap. Init() means actual_degree = neighbours
+  // given, no cap; Init(d) with d above the neighbours given means the
+  // storage is the cap.
+  static constexpr uint32_t kNoNeighbourCap = UINT32_MAX;
   [[nodiscard]] Status Init();
   [[nodiscard]] Status Init(uint32_t actual_degree);
+  [[nodiscard]] Status Init(uint32_t actual_degree, uint32_t neighbour_cap);
 
   nodefl_wire_JobKind kind() const override { return nodefl_wire_JobKind_JOB_KIND_FEDWALK_HISTOGRAMS; }
   Status OnMessage(const nodefl_wire_Envelope& message, device::DeviceSession& session) override;
@@ -108,7 +117,10 @@ class FedWalkHistogramRole final : public device::Role {
   bool finished() const;
   uint64_t job_id() const { return job_id_; }
   uint32_t round() const { return round_; }
-  bool refused() const { return refused_; }
+  // 2 if the app's cap could cut a neighbour list of this job's graph, else
+  // 1: the noise is drawn for epsilon / factor (see "Degree bound").
+  uint32_t sensitivity_factor() const { return sensitivity_factor_; }
+  bool truncated() const { return actual_degree_ > storage_.neighbours.size(); }
   const Stats& stats() const { return stats_; }
   const HistogramParameters& parameters() const { return params_; }
   // The current round's release as uploaded (empty until made).
@@ -139,13 +151,14 @@ class FedWalkHistogramRole final : public device::Role {
   Drbg& rng_;
   PrivacyLedger& ledger_;
   uint32_t actual_degree_ = 0;
+  uint32_t neighbour_cap_ = kNoNeighbourCap;
   bool initialised_ = false;
 
   // The job.
   bool in_job_ = false;
   uint64_t job_id_ = 0;
   HistogramParameters params_;  // of the current round
-  bool refused_ = false;
+  uint32_t sensitivity_factor_ = 1;
   double job_epsilon_ = 0.0;
 
   // The current round.
