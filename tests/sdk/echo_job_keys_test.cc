@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "nodefl/core/little_endian.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/roles/neighbour_echo.h"
@@ -24,6 +25,7 @@
 #include "nodefl/tls/rng.h"
 #include "nodefl/wire/envelope_codec.h"
 #include "nodefl/wire/frame.h"
+#include "nodefl/wire/peer_directory.h"
 #include "test_pki.h"
 
 namespace nodefl::roles {
@@ -119,6 +121,7 @@ class Server {
   std::vector<uint8_t> JobStart(uint32_t to, uint64_t job, uint32_t round, const std::vector<uint8_t>& salt) {
     auto e = Envelope(nodefl_wire_Envelope_job_start_tag, job, round);
     e.body.job_start.kind = nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO;
+    e.body.job_start.peer_directory = round == 1 && directory;
     if (round == 1) {
       std::memcpy(e.body.job_start.parameters.bytes, salt.data(), salt.size());
       e.body.job_start.parameters.size = static_cast<pb_size_t>(salt.size());
@@ -171,6 +174,32 @@ class Server {
     ADD_FAILURE() << "no quiescence";
   }
 
+  // Round 1 with a peer directory: every device's certificate and job key
+  // (those in `listed`, if not empty) as one artefact to every device.
+  void SendDirectory(uint64_t job, const std::set<uint32_t>& listed = {}) {
+    std::vector<uint8_t> bytes(4);
+    uint32_t count = 0;
+    std::vector<uint8_t> entry(wire::kMaxPeerDirectoryEntryBytes);
+    for (const auto& [id, key] : announced_) {
+      if (!listed.empty() && listed.count(id) == 0) continue;
+      size_t n = 0;
+      EXPECT_TRUE(wire::EncodePeerDirectoryEntry(id, IdentityOf(id).certificate_der, key, entry, &n).ok());
+      bytes.insert(bytes.end(), entry.begin(), entry.begin() + static_cast<std::ptrdiff_t>(n));
+      ++count;
+    }
+    StoreU32Le(count, bytes.data());
+    for (auto& [id, d] : devices_) {
+      wire::ChunkSender sender(bytes, ++transfer_ids_, wire::kPeerDirectoryArtefact, 500);
+      auto h = Envelope(nodefl_wire_Envelope_chunk_header_tag, job, 1);
+      EXPECT_TRUE(sender.MakeHeader(&h.body.chunk_header).ok());
+      inbox_[id].push_back(Frame(id, h));
+      auto c = Envelope(nodefl_wire_Envelope_chunk_tag, job, 1);
+      while (sender.NextChunk(&c.body.chunk).value_or(false)) inbox_[id].push_back(Frame(id, c));
+    }
+  }
+
+  bool directory = false;
+  uint32_t key_requests = 0;
   struct Captured {
     uint32_t src, dst;
     std::vector<uint8_t> sealed;
@@ -222,6 +251,7 @@ class Server {
         break;
       }
       case nodefl_wire_Envelope_peer_key_request_tag:
+        ++key_requests;
         for (pb_size_t i = 0; i < e.body.peer_key_request.device_ids_count; ++i) {
           waiting_.push_back({from, e.body.peer_key_request.device_ids[i], e.job_id, e.round});
         }
@@ -273,6 +303,7 @@ class Server {
     uint32_t round;
   };
   uint64_t now_ = 1'000;
+  uint64_t transfer_ids_ = 0;
   std::vector<Request> waiting_;
   std::map<uint32_t, std::vector<uint8_t>> announced_;  // for the job running now
   std::map<uint32_t, std::unique_ptr<Device>> devices_;
@@ -357,6 +388,40 @@ TEST(EchoJobKeysTest, NoNonceRepeatsWhenTheServerReplaysJobStart) {
   ASSERT_NO_FATAL_FAILURE(ExpectNoNonceReuse(server.captured, &used));
   EXPECT_EQ(server.captured.size(), 3 * 2 * kEdges);  // nothing re-sent for the replayed rounds
   for (const auto& [id, n] : server.announcements) EXPECT_EQ(n, 3u) << "device " << id;
+}
+
+TEST(EchoJobKeysTest, WithAPeerDirectoryNoDeviceNamesItsNeighbours) {
+  Server server;
+  server.directory = true;
+  server.SendAll(1, 1, Server::Salt());
+  server.Pump();
+  EXPECT_EQ(server.announcements.size(), Graph().size());  // every device announced its key
+  server.SendDirectory(1);
+  server.Pump();
+  server.SendAll(1, 2, Server::Salt());
+  server.Pump();
+  EXPECT_EQ(server.key_requests, 0u);
+  EXPECT_EQ(Received(server), 2 * kEdges);
+  for (const auto& [id, unused] : Graph()) EXPECT_EQ(server[id].role().stats().key_failures, 0u) << id;
+}
+
+TEST(EchoJobKeysTest, NeighboursMissingFromTheDirectoryFailToKey) {
+  Server server;
+  server.directory = true;
+  server.SendAll(1, 1, Server::Salt());
+  server.Pump();
+  server.SendDirectory(1, {0, 1, 2, 3});  // 4 is not listed
+  server.Pump();
+  server.SendAll(1, 2, Server::Salt());
+  server.Pump();
+  EXPECT_EQ(server.key_requests, 0u);
+  // 0 and 3, 4's neighbours, fail to key it; everyone else keys everyone.
+  EXPECT_EQ(server[0].role().stats().key_failures, 1u);
+  EXPECT_EQ(server[3].role().stats().key_failures, 1u);
+  EXPECT_EQ(server[1].role().stats().key_failures, 0u);
+  // Messages flow on the other edges (4 itself keys its listed neighbours,
+  // which cannot open what it sends).
+  EXPECT_EQ(Received(server), 2 * kEdges - 4);
 }
 
 }  // namespace

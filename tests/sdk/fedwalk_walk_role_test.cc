@@ -1016,7 +1016,7 @@ TEST(WalkPeerTableTest, EvictsTheLeastRecentlyUsedUnpinnedRecord) {
   neighbours[1].id = 8;
   ASSERT_TRUE(table.Bind(5, neighbours, cache).ok());
   seal::JobKeyPair own_key;  // never valid: nothing here derives keys
-  table.StartJob(own_key, [](size_t) { return false; });
+  table.StartJob(own_key, /*directory=*/false, [](size_t) { return false; });
   EXPECT_EQ(table.FindOrAdd(3), &neighbours[0]);  // neighbours are not cached
   EXPECT_EQ(table.FindOrAdd(5), nullptr);          // never itself
   WalkPeer* a = table.FindOrAdd(10);

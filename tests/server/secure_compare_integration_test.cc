@@ -163,6 +163,7 @@ struct Case {
   const char* dataset;
   const char* mode;
   int timeout_s;
+  const char* peer_keys = "request";
 };
 
 class SecureCompareFleetTest : public ::testing::TestWithParam<Case> {};
@@ -171,7 +172,11 @@ TEST_P(SecureCompareFleetTest, GreedyInitialisationEqualsThePlaintextRule) {
   const Case c = GetParam();
   Fleet f;
   RunFleet(
-      f, c.dataset, [&](server::ServerConfig& config) { config.compare_mode = c.mode; },
+      f, c.dataset,
+      [&](server::ServerConfig& config) {
+        config.compare_mode = c.mode;
+        config.peer_keys = c.peer_keys;
+      },
       milliseconds(c.timeout_s * 1000));
   if (HasFatalFailure()) return;
   const std::string log = f.server->LogText();
@@ -180,13 +185,22 @@ TEST_P(SecureCompareFleetTest, GreedyInitialisationEqualsThePlaintextRule) {
   // Each edge is one session, reported done by both of its parties.
   EXPECT_EQ(f.stats.compare_done.load(), 2 * f.graph.num_edges);
   ExpectPlaintextGreedyInit(f);
+  if (std::string(c.peer_keys) == "directory") {
+    // Every device got its neighbours' keys from the directory: nobody
+    // named a neighbour to the server.
+    EXPECT_TRUE(LogHasLine(log, "peer_directory", {"entries=" + std::to_string(f.graph.num_nodes)})) << log;
+    EXPECT_TRUE(LogHasLine(log, "job_traffic", {"peer_key_requests=0"})) << log;
+  } else {
+    EXPECT_FALSE(LogHasLine(log, "job_traffic", {"peer_key_requests=0"})) << log;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Datasets, SecureCompareFleetTest,
                          ::testing::Values(Case{"karate", "base", 60}, Case{"karate", "extension", 60},
-                                           Case{"lastfm", "base", 900}),
+                                           Case{"karate", "base", 60, "directory"}, Case{"lastfm", "base", 900}),
                          [](const ::testing::TestParamInfo<Case>& param_info) {
-                           return std::string(param_info.param.dataset) + "_" + param_info.param.mode;
+                           return std::string(param_info.param.dataset) + "_" + param_info.param.mode +
+                                  (std::string(param_info.param.peer_keys) == "directory" ? "_directory" : "");
                          });
 
 }  // namespace

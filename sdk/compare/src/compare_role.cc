@@ -110,6 +110,8 @@ Status SecureCompareRole::StartJob(const nodefl_wire_Envelope& message) {
     params_ = *params;
     plan_ = *plan;
     job_id_ = message.job_id;
+    directory_ = start.peer_directory;
+    directory_rx_.Reset();
     const uint32_t degree = static_cast<uint32_t>(peers_.size());
     value_ = params_.value == CompareValue::kLogDegree ? LogDegree(degree) : degree;
     phase_ = Phase::kKeys;
@@ -130,8 +132,10 @@ Status SecureCompareRole::StartJob(const nodefl_wire_Envelope& message) {
       p.next_counter = 1;
       p.key_ready = false;
       // Every job needs each neighbour's job key; pair keys are kept, so a
-      // known neighbour's certificate is not checked again.
-      p.key_requested = p.key_answered = false;
+      // known neighbour's certificate is not checked again. With a
+      // directory nothing is requested: every neighbour awaits its entry.
+      p.key_requested = directory_;
+      p.key_answered = false;
     }
     return Status::Ok();
   }
@@ -175,6 +179,29 @@ void SecureCompareRole::HandleCertificate(const nodefl_wire_PeerCertificate& cer
     peer->pair_keys.Wipe();
     ++stats_.key_failures;
   }
+}
+
+void SecureCompareRole::OnDirectoryEntry(void* context, const nodefl_wire_PeerCertificate& entry) {
+  static_cast<SecureCompareRole*>(context)->HandleCertificate(entry);  // only neighbours' entries are taken
+}
+
+Status SecureCompareRole::HandleDirectoryChunk(const nodefl_wire_Envelope& message) {
+  // The transfer may go on after the neighbours' entries came (and the
+  // round was reported): it is still received whole.
+  if (!directory_ || message.job_id != job_id_ || phase_ == Phase::kIdle) return Status::FailedPrecondition();
+  NODEFL_TRY(message.which_body == nodefl_wire_Envelope_chunk_header_tag
+                 ? directory_rx_.OnHeader(message.body.chunk_header)
+                 : directory_rx_.OnChunk(message.body.chunk));
+  if (directory_rx_.complete()) {
+    // Neighbours the directory did not list cannot be keyed in this job.
+    for (ComparePeer& p : peers_) {
+      if (p.key_answered) continue;
+      p.key_answered = true;
+      ++keys_settled_;
+      ++stats_.key_failures;
+    }
+  }
+  return Status::Ok();
 }
 
 void SecureCompareRole::StartSession(const SessionStart& start) {
@@ -322,6 +349,9 @@ Status SecureCompareRole::OnMessage(const nodefl_wire_Envelope& message, device:
     case nodefl_wire_Envelope_job_data_tag:
       if (message.job_id == job_id_) HandleData(message.body.job_data);
       return Status::Ok();
+    case nodefl_wire_Envelope_chunk_header_tag:
+    case nodefl_wire_Envelope_chunk_tag:
+      return HandleDirectoryChunk(message);
     default:
       return Status::Unimplemented();
   }
@@ -330,7 +360,7 @@ Status SecureCompareRole::OnMessage(const nodefl_wire_Envelope& message, device:
 Status SecureCompareRole::SendKeyRequests(device::DeviceSession& session) {
   // The server holds our job key before anyone asks it for it.
   NODEFL_TRY(job_key_.SendIfDue(session, 1));
-  if (job_key_.due()) return Status::Ok();
+  if (job_key_.due() || directory_) return Status::Ok();
   return roles::SendPeerKeyRequests(session, job_id_, 1, peers_, &request_cursor_, &outstanding_requests_,
                                     kCompareMaxOutstandingKeyRequests);
 }
@@ -421,7 +451,7 @@ Status SecureCompareRole::SendResult(CompareContext& c, device::DeviceSession& s
 
 void SecureCompareRole::OnSessionRestart(bool) {
   // Certificate requests in flight died with the old connection.
-  if (phase_ == Phase::kKeys) {
+  if (phase_ == Phase::kKeys && !directory_) {
     roles::ForgetUnansweredPeerKeyRequests(peers_, &request_cursor_, &outstanding_requests_);
   }
   // The server keeps our job key; announcing it again covers one that lost it.

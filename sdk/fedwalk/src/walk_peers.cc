@@ -164,10 +164,18 @@ WalkPeer* WalkPeerTable::OnCertificate(const nodefl_wire_PeerCertificate& cert) 
   WalkPeer* p = Find(cert.device_id);
   // Certificates nobody asked for (or a second answer) are ignored, never
   // trusted.
-  if (p == nullptr || p->state != PeerKeyState::kRequested) return nullptr;
+  if (p == nullptr || (p->state != PeerKeyState::kRequested && p->state != PeerKeyState::kDirectory)) {
+    return nullptr;
+  }
   Settle(p, cert.found ? Derive(p, wire::BytesOf(cert.certificate_der), wire::BytesOf(cert.job_key))
                        : Status::NotFound());
   return p;
+}
+
+void WalkPeerTable::EndDirectory() {
+  for (WalkPeer& p : neighbours_) {
+    if (p.state == PeerKeyState::kDirectory) Settle(&p, Status::NotFound());
+  }
 }
 
 void WalkPeerTable::OnRestart() {

@@ -96,7 +96,7 @@ uint32_t FedWalkWalkRole::round() const { return phase_ == Phase::kIdle ? 0 : ro
 
 // ---- Job and rounds ---------------------------------------------------------------
 
-Status FedWalkWalkRole::StartJob(uint64_t job_id, const WalkParameters& params) {
+Status FedWalkWalkRole::StartJob(uint64_t job_id, const WalkParameters& params, bool directory) {
   // A fresh ephemeral key, and with it a fresh counter below.
   NODEFL_TRY(job_key_.Begin(job_id, ConstByteSpan(params.salt), random_, random_context_));
   job_id_ = job_id;
@@ -121,7 +121,9 @@ Status FedWalkWalkRole::StartJob(uint64_t job_id, const WalkParameters& params) 
   const size_t slot_bytes = WalkSlotBytes(params.length);
   queue_.Bind(storage_.slots, storage_.slot_memory, slot_bytes, params.max_pending_walks);
   refused_ = queue_.capacity() == 0 || storage_.scratch.size() < slot_bytes;
-  peers_.StartJob(job_key_.key(), [this](size_t i) {
+  directory_ = directory;
+  directory_rx_.Reset();
+  peers_.StartJob(job_key_.key(), directory, [this](size_t i) {
     return !refused_ && inputs_.neighbours[i].has_codebook_row;
   });
   phase_ = Phase::kKeys;
@@ -157,7 +159,7 @@ Status FedWalkWalkRole::OnJobStart(const nodefl_wire_Envelope& message) {
       if (last_report_round_ == kWalkRoundKeys) resend_report_ = true;
       return Status::Ok();
     }
-    NODEFL_TRY(StartJob(message.job_id, params));
+    NODEFL_TRY(StartJob(message.job_id, params, message.body.job_start.peer_directory));
     EnterRound(kWalkRoundKeys, deadline_ms);
     return Status::Ok();
   }
@@ -196,6 +198,9 @@ Status FedWalkWalkRole::OnMessage(const nodefl_wire_Envelope& message, device::D
     case nodefl_wire_Envelope_job_data_tag:
       HandleStartWalks(message, session);
       return Status::Ok();
+    case nodefl_wire_Envelope_chunk_header_tag:
+    case nodefl_wire_Envelope_chunk_tag:
+      return HandleDirectoryChunk(message);
     default:
       return Status::Unimplemented();
   }
@@ -337,6 +342,19 @@ void FedWalkWalkRole::HandleDelivery(const nodefl_wire_Envelope& message, device
   slot->sealed_bytes = static_cast<uint16_t>(sealed.size());
   AttachPeer(slot, d.src);
   peers_.Want(peer);
+}
+
+void FedWalkWalkRole::OnDirectoryEntry(void* context, const nodefl_wire_PeerCertificate& entry) {
+  static_cast<FedWalkWalkRole*>(context)->HandleCertificate(entry);  // only awaited neighbours are taken
+}
+
+Status FedWalkWalkRole::HandleDirectoryChunk(const nodefl_wire_Envelope& message) {
+  if (!directory_ || phase_ == Phase::kIdle || message.job_id != job_id_) return Status::FailedPrecondition();
+  NODEFL_TRY(message.which_body == nodefl_wire_Envelope_chunk_header_tag
+                 ? directory_rx_.OnHeader(message.body.chunk_header)
+                 : directory_rx_.OnChunk(message.body.chunk));
+  if (directory_rx_.complete()) peers_.EndDirectory();
+  return Status::Ok();
 }
 
 void FedWalkWalkRole::HandleCertificate(const nodefl_wire_PeerCertificate& certificate) {
@@ -576,7 +594,10 @@ Status FedWalkWalkRole::SendHeldWalks(device::DeviceSession& session) {
 
 bool FedWalkWalkRole::NeighbourKeysSettled() const {
   for (const WalkPeer& p : storage_.neighbour_peers.first(inputs_.neighbours.size())) {
-    if (p.state == PeerKeyState::kWanted || p.state == PeerKeyState::kRequested) return false;
+    if (p.state == PeerKeyState::kWanted || p.state == PeerKeyState::kRequested ||
+        p.state == PeerKeyState::kDirectory) {
+      return false;
+    }
   }
   return true;
 }

@@ -126,6 +126,8 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
     }
     job_id_ = message.job_id;
     phase_ = Phase::kKeys;
+    directory_ = start.peer_directory;
+    directory_rx_.Reset();
     stats_ = Stats{};
     request_cursor_ = send_cursor_ = 0;
     send_pass_ = 0;
@@ -141,8 +143,10 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
       p.key_ready = false;
       // Every job needs each neighbour's job key; long-term pair keys
       // survive across jobs, so a known neighbour's certificate is not
-      // verified again.
-      p.key_requested = p.key_answered = false;
+      // verified again. With a directory nothing is requested: every
+      // neighbour awaits its entry.
+      p.key_requested = directory_;
+      p.key_answered = false;
     }
     return Status::Ok();
   }
@@ -192,6 +196,30 @@ Status NeighbourEchoRole::HandleCertificate(const nodefl_wire_PeerCertificate& c
   return Status::Ok();
 }
 
+void NeighbourEchoRole::OnDirectoryEntry(void* context, const nodefl_wire_PeerCertificate& entry) {
+  auto* self = static_cast<NeighbourEchoRole*>(context);
+  (void)self->HandleCertificate(entry);  // only neighbours' entries are taken
+}
+
+Status NeighbourEchoRole::HandleDirectoryChunk(const nodefl_wire_Envelope& message) {
+  // The transfer may go on after the neighbours' entries came (and the
+  // round was reported): it is still received whole.
+  if (!directory_ || message.job_id != job_id_ || phase_ == Phase::kIdle) return Status::FailedPrecondition();
+  NODEFL_TRY(message.which_body == nodefl_wire_Envelope_chunk_header_tag
+                 ? directory_rx_.OnHeader(message.body.chunk_header)
+                 : directory_rx_.OnChunk(message.body.chunk));
+  if (directory_rx_.complete()) {
+    // Neighbours the directory did not list cannot be keyed in this job.
+    for (EchoPeer& p : peers_) {
+      if (p.key_answered) continue;
+      p.key_answered = true;
+      ++keys_settled_;
+      ++stats_.key_failures;
+    }
+  }
+  return Status::Ok();
+}
+
 Status NeighbourEchoRole::HandleDelivery(const nodefl_wire_Envelope& message) {
   const nodefl_wire_RelayDeliver& d = message.body.relay_deliver;
   EchoPeer* peer = FindPeer(d.src);
@@ -237,6 +265,9 @@ Status NeighbourEchoRole::OnMessage(const nodefl_wire_Envelope& message, device:
       return HandleCertificate(message.body.peer_certificate);
     case nodefl_wire_Envelope_relay_deliver_tag:
       return HandleDelivery(message);
+    case nodefl_wire_Envelope_chunk_header_tag:
+    case nodefl_wire_Envelope_chunk_tag:
+      return HandleDirectoryChunk(message);
     default:
       return Status::Unimplemented();
   }
@@ -245,7 +276,7 @@ Status NeighbourEchoRole::OnMessage(const nodefl_wire_Envelope& message, device:
 Status NeighbourEchoRole::SendKeyRequests(device::DeviceSession& session) {
   // The server holds our job key before anyone asks it for it.
   NODEFL_TRY(job_key_.SendIfDue(session, 1));
-  if (job_key_.due()) return Status::Ok();
+  if (job_key_.due() || directory_) return Status::Ok();
   return SendPeerKeyRequests(session, job_id_, 1, peers_, &request_cursor_, &outstanding_requests_,
                              kEchoMaxOutstandingKeyRequests);
 }
@@ -282,7 +313,12 @@ Status NeighbourEchoRole::SendSealed(device::DeviceSession& session) {
 void NeighbourEchoRole::OnSessionRestart(bool /*resumed*/) {
   // Certificate requests and answers in flight died with the old
   // connection: ask again for every neighbour still unanswered.
-  if (phase_ == Phase::kKeys) ForgetUnansweredPeerKeyRequests(peers_, &request_cursor_, &outstanding_requests_);
+  // (With a directory there are no requests to repeat; a directory cut off
+  // by the reconnect is not sent again, and its missing neighbours fail at
+  // the round's deadline rather than being named in requests.)
+  if (phase_ == Phase::kKeys && !directory_) {
+    ForgetUnansweredPeerKeyRequests(peers_, &request_cursor_, &outstanding_requests_);
+  }
   // The server keeps our job key, but announcing it again costs one frame
   // and covers a server that lost it.
   if (phase_ != Phase::kIdle && phase_ != Phase::kDone) job_key_.OnSessionRestart();

@@ -165,8 +165,8 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
   if (c.job_messages_per_edge == 0 || c.job_messages_per_edge > (1u << 20)) {
     return fail("job_messages_per_edge", "must be 1..1048576");
   }
-  if (c.job_payload_bytes < 56 || c.job_payload_bytes > 4072) {
-    return fail("job_payload_bytes", std::to_string(c.job_payload_bytes) + " is outside 56..4072");
+  if (c.job_payload_bytes < 56 || c.job_payload_bytes > 4064) {
+    return fail("job_payload_bytes", std::to_string(c.job_payload_bytes) + " is outside 56..4064");
   }
   if (c.max_upload_bytes == 0) return fail("max_upload_bytes", "must be at least 1");
   if (c.fedwalk_mode != "strict" && c.fedwalk_mode != "paper") {
@@ -209,6 +209,9 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
   }
   if (c.compare_digit_bits > 8) {
     return fail("compare_digit_bits", std::to_string(c.compare_digit_bits) + " is outside 0..8");
+  }
+  if (c.peer_keys != "request" && c.peer_keys != "directory") {
+    return fail("peer_keys", "'" + c.peer_keys + "' is not request or directory");
   }
   if (c.compare_mode != "base" && c.compare_mode != "extension") {
     return fail("compare_mode", "'" + c.compare_mode + "' is not base or extension");

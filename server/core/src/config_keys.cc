@@ -39,6 +39,9 @@ constexpr std::array kKeys = {
             "a sender waiting for queue space is refused after the destination made no progress this long"},
     KeySpec{"peer_key_wait_ms", &C::peer_key_wait_ms,
             "answer a peer-key request for a device without a job key after this long (0 = at once)"},
+    KeySpec{"peer_keys", &C::peer_keys,
+            "how devices of device-to-device jobs get peer keys: request (names neighbours to the server) or "
+            "directory (every participant's keys as one artefact, filtered on the device)"},
     KeySpec{"job", &C::job,
             "job to run: none, neighbour-echo, fedwalk-hct (tree only), fedwalk (tree, walks, SkipGram) or "
             "secure-compare (Lumos greedy initialisation by secure comparisons)"},
@@ -53,7 +56,7 @@ constexpr std::array kKeys = {
     KeySpec{"job_messages_per_edge", &C::job_messages_per_edge,
             "neighbour-echo: sealed messages each device sends to each neighbour"},
     KeySpec{"job_payload_bytes", &C::job_payload_bytes,
-            "neighbour-echo: plaintext bytes per message (56..4072)"},
+            "neighbour-echo: plaintext bytes per message (56..4064)"},
     KeySpec{"max_upload_bytes", &C::max_upload_bytes, "largest job upload a device may send"},
     KeySpec{"output_dir", &C::output_dir, "folder for job outputs (tree, codebook, summary); empty = none"},
     KeySpec{"compute_threads", &C::compute_threads, "threads for job math (0 = one per hardware thread)"},

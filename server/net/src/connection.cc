@@ -83,14 +83,30 @@ void Connection::RequestClose(CloseReason reason) {
   });
 }
 
+void Connection::SendJobArtefacts(uint64_t job_id, uint32_t round, std::vector<StreamedArtefact> artefacts) {
+  asio::post(strand_, [self = shared_from_this(), job_id, round, artefacts = std::move(artefacts)]() mutable {
+    if (self->state_ != State::kRunning) return;
+    for (StreamedArtefact& a : artefacts) {
+      JobStreamItem item;
+      item.artefact = std::move(a);
+      item.job_id = job_id;
+      item.round = round;
+      item.transfer_id = self->next_transfer_id_++;
+      self->job_stream_.push_back(std::move(item));
+    }
+    self->Wake();
+  });
+}
+
 void Connection::SendJobRound(uint64_t job_id, uint32_t round, nodefl_wire_JobKind kind,
                               uint32_t deadline_ms, std::vector<uint8_t> parameters,
-                              std::vector<StreamedArtefact> artefacts) {
-  asio::post(strand_, [self = shared_from_this(), job_id, round, kind, deadline_ms,
+                              std::vector<StreamedArtefact> artefacts, bool peer_directory) {
+  asio::post(strand_, [self = shared_from_this(), job_id, round, kind, deadline_ms, peer_directory,
                        parameters = std::move(parameters), artefacts = std::move(artefacts)]() mutable {
     if (self->state_ != State::kRunning) return;
     JobStreamItem start;
     start.is_start = true;
+    start.peer_directory = peer_directory;
     start.kind = kind;
     start.deadline_ms = deadline_ms;
     start.parameters = std::move(parameters);
@@ -145,6 +161,7 @@ void Connection::TakeJobStream(std::vector<uint8_t>& batch, size_t limit) {
       wire::InitEnvelope(&e, nodefl_wire_Envelope_job_start_tag, next_out_seq_, item.job_id, item.round);
       e.body.job_start.kind = item.kind;
       e.body.job_start.deadline_ms = item.deadline_ms;
+      e.body.job_start.peer_directory = item.peer_directory;
       if (!wire::SetBytes(&e.body.job_start.parameters, ConstByteSpan(item.parameters)).ok()) {
         ctx_.log->Error("job_parameters_too_large", {{"conn", id_}, {"device", device_id_}});
         job_stream_.pop_front();
@@ -671,6 +688,7 @@ bool Connection::HandleJobKey() {
 }
 
 asio::awaitable<bool> Connection::HandlePeerKeyRequest() {
+  ctx_.counters.peer_key_requests.fetch_add(1, std::memory_order_relaxed);
   const nodefl_wire_PeerKeyRequest& req = in_->body.peer_key_request;
   PeerKeyAnswer answer;
   answer.job_id = in_->job_id;

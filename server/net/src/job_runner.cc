@@ -7,6 +7,10 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
+
+#include "nodefl/core/little_endian.h"
+#include "nodefl/wire/peer_directory.h"
 #include "nodefl/server/jobs/job_factory.h"
 #include "nodefl/wire/chunk.h"
 
@@ -79,6 +83,7 @@ void JobRunner::OnJobUpload(uint32_t device, uint64_t job_id, uint32_t round, ui
 }
 
 void JobRunner::Tick() {
+  PublishDirectoryWhenReady();
   if (job_) {
     if (!job_->finished()) {
       Dispatch(job_->Poll(NowMicros()));
@@ -113,7 +118,7 @@ void JobRunner::Tick() {
 
 void JobRunner::StartJob(std::vector<uint32_t> participants) {
   started_ = true;
-  stages_ = jobs::JobStages(ctx_.config.job);
+  stages_ = jobs::JobStages(ctx_.config);
   stage_ = 0;
   plan_succeeded_ = true;
   StartStage(std::move(participants), nullptr);
@@ -161,9 +166,73 @@ void JobRunner::Dispatch(std::vector<jobs::RoundStart> starts) {
   }
 }
 
+namespace {
+// Jobs whose devices seal messages to each other in round 1's keys.
+bool DeviceToDevice(nodefl_wire_JobKind kind) {
+  return kind == nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO || kind == nodefl_wire_JobKind_JOB_KIND_SECURE_COMPARE ||
+         kind == nodefl_wire_JobKind_JOB_KIND_FEDWALK_WALKS;
+}
+}  // namespace
+
+void JobRunner::PublishDirectoryWhenReady() {
+  if (!pending_directory_) return;
+  PendingDirectory& p = *pending_directory_;
+  if (!job_ || job_->finished() || current_job_id_ != p.job_id || ctx_.job_keys == nullptr) {
+    pending_directory_.reset();
+    return;
+  }
+  std::vector<std::pair<uint32_t, JobKey>> announced;
+  for (uint32_t id : p.devices) {
+    JobKey key;
+    if (ctx_.job_keys->Find(id, p.job_id, &key) == JobKeyLookup::kFound) announced.emplace_back(id, key);
+  }
+  const bool waited = Clock::now() - p.since >= std::chrono::milliseconds(ctx_.config.peer_key_wait_ms);
+  if (announced.size() < p.devices.size() && !waited) return;
+  // Every participant that announced a key, in id order; the others are
+  // absent and their neighbours cannot key them.
+  std::sort(announced.begin(), announced.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto bytes = std::make_shared<std::vector<uint8_t>>(4);
+  StoreU32Le(static_cast<uint32_t>(announced.size()), bytes->data());
+  std::vector<uint8_t> entry(wire::kMaxPeerDirectoryEntryBytes);
+  uint32_t listed = 0;
+  for (const auto& [id, key] : announced) {
+    const std::span<const uint8_t> der = ctx_.certificates->Find(id);
+    size_t n = 0;
+    if (!wire::EncodePeerDirectoryEntry(id, ConstByteSpan(der.data(), der.size()), ConstByteSpan(key.data(), key.size()),
+                                         ByteSpan(entry), &n)
+             .ok()) {
+      continue;
+    }
+    bytes->insert(bytes->end(), entry.begin(), entry.begin() + static_cast<std::ptrdiff_t>(n));
+    ++listed;
+  }
+  StoreU32Le(listed, bytes->data());
+  StreamedArtefact artefact;
+  artefact.kind = wire::kPeerDirectoryArtefact;
+  artefact.bytes = bytes;
+  if (!wire::Sha256(ConstByteSpan(bytes->data(), bytes->size()), Span<uint8_t>(artefact.sha256.data(), 32)).ok()) {
+    ctx_.log->Error("artefact_hash_failed", {{"job", p.job_id}, {"artefact", "peer_directory"}});
+    pending_directory_.reset();
+    return;
+  }
+  ctx_.log->Info("peer_directory", {{"job", p.job_id},
+                                    {"entries", listed},
+                                    {"participants", p.devices.size()},
+                                    {"bytes_each", bytes->size()}});
+  for (uint32_t device : p.devices) {
+    auto target = ctx_.registry->CurrentTarget(device);
+    if (target) std::static_pointer_cast<Connection>(target)->SendJobArtefacts(p.job_id, p.round, {artefact});
+  }
+  pending_directory_.reset();
+}
+
 void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
   for (jobs::RoundStart& start : starts) {
     if (start.devices.empty()) continue;
+    // The peer directory replaces key requests in the keys round of
+    // device-to-device jobs; it follows once the devices announced keys.
+    const bool directory = ctx_.config.peer_keys == "directory" && start.round == 1 && DeviceToDevice(job_->kind());
+    if (directory) pending_directory_ = PendingDirectory{current_job_id_, start.round, start.devices, Clock::now()};
     // Devices get a slightly shorter deadline than the server enforces, so
     // their final reports arrive before the server gives up on them.
     const uint32_t device_deadline = start.deadline_ms - start.deadline_ms / 10;
@@ -193,7 +262,8 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
         continue;
       }
       std::static_pointer_cast<Connection>(target)->SendJobRound(current_job_id_, start.round, job_->kind(),
-                                                                 device_deadline, start.parameters, artefacts);
+                                                                 device_deadline, start.parameters, artefacts,
+                                                                 directory);
     }
   }
 }
@@ -207,6 +277,7 @@ void JobRunner::FinishJob() {
                                  {"relay_sent", ctx_.counters.relay_sent.load()},
                                  {"relay_bytes", ctx_.counters.relay_bytes.load()},
                                  {"job_keys_announced", ctx_.counters.job_keys_announced.load()},
+                                 {"peer_key_requests", ctx_.counters.peer_key_requests.load()},
                                  {"peer_keys_unanswered", ctx_.counters.peer_keys_unanswered.load()},
                                  {"peak_rss_kib", PeakRssKiB()}});
   plan_succeeded_ = plan_succeeded_ && job_->succeeded();

@@ -4,7 +4,9 @@
 // (compare_job_format.h; server side: server/jobs secure_compare_job.h).
 //
 //   round 1: draw and announce this job's ephemeral key, fetch every
-//     neighbour's certificate and job key, derive the pair's job keys
+//     neighbour's certificate and job key (or take them from the peer
+//     directory when JobStart says so, wire/peer_directory.h), derive the
+//     pair's job keys
 //     (seal/job_keys.h, as the neighbour-echo job does), ask the server for
 //     a session with each neighbour of higher id, report;
 //   round 2: run the sessions the server starts (at most one per
@@ -36,6 +38,7 @@
 #include "nodefl/device/device_session.h"
 #include "nodefl/device/role.h"
 #include "nodefl/roles/job_key_announcer.h"
+#include "nodefl/wire/peer_directory.h"
 #include "nodefl/seal/pair_key_source.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/replay_window.h"
@@ -134,6 +137,8 @@ class SecureCompareRole final : public device::Role {
   ComparePeer* FindPeer(uint32_t id);
   Status StartJob(const nodefl_wire_Envelope& message);
   void HandleCertificate(const nodefl_wire_PeerCertificate& cert);
+  Status HandleDirectoryChunk(const nodefl_wire_Envelope& message);
+  static void OnDirectoryEntry(void* context, const nodefl_wire_PeerCertificate& entry);
   void HandleDelivery(const nodefl_wire_Envelope& message);
   void HandleData(const nodefl_wire_JobData& data);
   void StartSession(const SessionStart& start);
@@ -156,6 +161,8 @@ class SecureCompareRole final : public device::Role {
   Phase phase_ = Phase::kIdle;
   uint64_t job_id_ = 0;
   roles::JobKeyAnnouncer job_key_;
+  bool directory_ = false;  // keys come from the peer directory
+  wire::PeerDirectoryReceiver directory_rx_{&OnDirectoryEntry, this};
   CompareJobParameters params_;
   ComparisonPlan plan_;
   uint32_t value_ = 0;

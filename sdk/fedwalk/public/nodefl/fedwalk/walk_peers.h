@@ -58,6 +58,7 @@ enum class PeerKeyState : uint8_t {
   kNone,       // not needed so far
   kWanted,     // needed: a certificate request is due
   kRequested,  // a request is in flight
+  kDirectory,  // awaiting its entry in the job's peer directory (neighbours)
   kReady,      // job keys derived
   kFailed,     // not found, or failed verification or derivation
 };
@@ -87,10 +88,13 @@ class WalkPeerTable {
 
   // A new job whose ephemeral key is `own_key` (kept by the caller for the
   // whole job): job keys wiped, windows reset; cache records freed.
-  // Neighbours become kWanted if `wanted(index)` says they take part, kNone
-  // otherwise.
+  // Neighbours that take part (`wanted(index)`) become kWanted, or
+  // kDirectory when their keys come from the job's peer directory
+  // (`directory`); the others kNone.
   template <typename Wanted>
-  void StartJob(const seal::JobKeyPair& own_key, Wanted wanted);
+  void StartJob(const seal::JobKeyPair& own_key, bool directory, Wanted wanted);
+  // The peer directory ended: neighbours it did not list fail.
+  void EndDirectory();
   // The job is over: every job key wiped (the caller wipes its own key).
   void EndJob();
 
@@ -109,8 +113,9 @@ class WalkPeerTable {
   // become kRequested), respecting `max_outstanding` requests in flight.
   // Returns the number of ids added.
   size_t FillRequest(nodefl_wire_PeerKeyRequest* request, uint32_t max_outstanding);
-  // A PeerCertificate for this job. Returns the record it settled (kReady
-  // or kFailed), or nullptr for an answer nobody asked for (ignored).
+  // A PeerCertificate for this job (an answer, or a directory entry).
+  // Returns the record it settled (kReady or kFailed), or nullptr for an
+  // answer nobody asked for or an entry nobody awaits (ignored).
   WalkPeer* OnCertificate(const nodefl_wire_PeerCertificate& certificate);
   // The connection broke: requests in flight are lost and asked again.
   void OnRestart();
@@ -145,7 +150,7 @@ class WalkPeerTable {
 };
 
 template <typename Wanted>
-void WalkPeerTable::StartJob(const seal::JobKeyPair& own_key, Wanted wanted) {
+void WalkPeerTable::StartJob(const seal::JobKeyPair& own_key, bool directory, Wanted wanted) {
   own_key_ = &own_key;
   wanted_ = outstanding_ = key_failures_ = evictions_ = 0;
   for (WalkPeer& p : cache_) {
@@ -156,7 +161,8 @@ void WalkPeerTable::StartJob(const seal::JobKeyPair& own_key, Wanted wanted) {
   for (size_t i = 0; i < neighbours_.size(); ++i) {
     WalkPeer& p = neighbours_[i];
     ResetJobState(&p);
-    SetState(&p, wanted(i) ? PeerKeyState::kWanted : PeerKeyState::kNone);
+    const PeerKeyState taking = directory ? PeerKeyState::kDirectory : PeerKeyState::kWanted;
+    SetState(&p, wanted(i) ? taking : PeerKeyState::kNone);
   }
 }
 

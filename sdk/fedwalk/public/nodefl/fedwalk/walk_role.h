@@ -9,8 +9,9 @@
 //   round 1 (kWalkRoundKeys): JobStart carries the WalkParameters. The
 //     device draws this job's ephemeral key and announces it (JobKey,
 //     roles/job_key_announcer.h), fetches the certificates and job keys of
-//     its walk neighbours (those with a codebook row) and derives pair and
-//     job keys (walk_peers.h), then
+//     its walk neighbours (those with a codebook row; from the peer
+//     directory when JobStart says so, wire/peer_directory.h) and derives
+//     pair and job keys (walk_peers.h), then
 //     reports: OK, kUnauthenticated if a key failed, kDeadlineExceeded if
 //     the deadline passed first, kResourceExhausted if the device's memory
 //     cannot hold walks of length l (it then takes part in nothing: every
@@ -123,6 +124,7 @@
 #include "nodefl/fedwalk/walk_step.h"
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/roles/job_key_announcer.h"
+#include "nodefl/wire/peer_directory.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/tls/credentials.h"
 #include "nodefl/tls/rng.h"
@@ -214,7 +216,9 @@ class FedWalkWalkRole final : public device::Role {
   enum class Phase : uint8_t { kIdle, kKeys, kKeysReported, kWalks, kReport, kDone };
 
   Status OnJobStart(const nodefl_wire_Envelope& message);
-  Status StartJob(uint64_t job_id, const WalkParameters& params);
+  Status StartJob(uint64_t job_id, const WalkParameters& params, bool directory);
+  Status HandleDirectoryChunk(const nodefl_wire_Envelope& message);
+  static void OnDirectoryEntry(void* context, const nodefl_wire_PeerCertificate& entry);
   void EnterRound(uint32_t round, uint32_t deadline_ms);
   void HandleStartWalks(const nodefl_wire_Envelope& message, device::DeviceSession& session);
   void HandleDelivery(const nodefl_wire_Envelope& message, device::DeviceSession& session);
@@ -260,6 +264,8 @@ class FedWalkWalkRole final : public device::Role {
   Phase phase_ = Phase::kIdle;
   uint64_t job_id_ = 0;
   roles::JobKeyAnnouncer job_key_;
+  bool directory_ = false;  // neighbours' keys come from the peer directory
+  wire::PeerDirectoryReceiver directory_rx_{&OnDirectoryEntry, this};
   WalkParameters params_;
   bool refused_ = false;
   uint64_t next_counter_ = 1;  // device-wide seal counter of this job

@@ -4,8 +4,10 @@
 // (JOB_KIND_NEIGHBOUR_ECHO; server side: server/jobs/neighbour_echo_job.h).
 //
 //   round 1 (keys): draw this job's ephemeral key and announce it (JobKey,
-//     roles/job_key_announcer.h), ask the server for every neighbour's
-//     certificate and job key (PeerKeyRequest, batches of up to 32), verify
+//     roles/job_key_announcer.h), get every neighbour's certificate and job
+//     key (PeerKeyRequest, batches of up to 32; or, when JobStart says
+//     peer_directory, from the peer directory artefact, filtered locally:
+//     wire/peer_directory.h; neighbours missing from it fail), verify
 //     each certificate against the pinned deployment CA and the expected
 //     device id, derive pairwise keys (ECDH; kept across jobs), then this
 //     job's keys (seal/job_keys.h); report JobReport{expected = number of
@@ -29,6 +31,7 @@
 #include "nodefl/device/device_session.h"
 #include "nodefl/device/role.h"
 #include "nodefl/roles/job_key_announcer.h"
+#include "nodefl/wire/peer_directory.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/tls/credentials.h"
@@ -105,6 +108,8 @@ class NeighbourEchoRole final : public device::Role {
   EchoPeer* FindPeer(uint32_t id);
   Status StartJob(const nodefl_wire_Envelope& message, uint64_t now_us);
   Status HandleCertificate(const nodefl_wire_PeerCertificate& cert);
+  Status HandleDirectoryChunk(const nodefl_wire_Envelope& message);
+  static void OnDirectoryEntry(void* context, const nodefl_wire_PeerCertificate& entry);
   Status HandleDelivery(const nodefl_wire_Envelope& message);
   Status SendKeyRequests(device::DeviceSession& session);
   Status SendSealed(device::DeviceSession& session);
@@ -120,6 +125,8 @@ class NeighbourEchoRole final : public device::Role {
   Phase phase_ = Phase::kIdle;
   uint64_t job_id_ = 0;
   JobKeyAnnouncer job_key_;
+  bool directory_ = false;  // keys come from the peer directory
+  wire::PeerDirectoryReceiver directory_rx_{&OnDirectoryEntry, this};
   uint32_t messages_per_edge_ = 1;
   uint32_t payload_bytes_ = kEchoHeaderBytes;
   uint64_t deadline_us_ = 0;

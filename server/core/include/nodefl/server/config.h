@@ -57,6 +57,12 @@ struct ServerConfig {
   // (JobKey) yet is answered once it has, or after this long with the
   // certificate alone, which the device cannot key (0: answer at once).
   uint32_t peer_key_wait_ms = 30000;
+  // How devices of device-to-device jobs get their peers' certificates and
+  // job keys: "request" (PeerKeyRequest, which names each device's
+  // neighbours to the server) or "directory" (one public artefact with
+  // every participant's, filtered on the device; costs every device the
+  // whole directory, about 430 bytes per participant).
+  std::string peer_keys = "request";
 
   // Jobs. The server starts `job` once `job_quorum` devices are online
   // (0: every device with credentials) or `job_wait_ms` after the first
@@ -67,7 +73,7 @@ struct ServerConfig {
   uint32_t job_round_deadline_ms = 300000;  // per round; late devices are recorded
   uint32_t exit_after_jobs = 0;
   // neighbour-echo load (benchmarks): sealed messages per directed edge and
-  // plaintext bytes per message (56..4072).
+  // plaintext bytes per message (56..4064).
   uint32_t job_messages_per_edge = 1;
   uint32_t job_payload_bytes = 56;
   // Devices' job uploads (chunked transfers) larger than this are refused.

@@ -57,7 +57,11 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   // messages keep their order among themselves; the writer interleaves them
   // with control frames and relay deliveries.
   void SendJobRound(uint64_t job_id, uint32_t round, nodefl_wire_JobKind kind, uint32_t deadline_ms,
-                    std::vector<uint8_t> parameters, std::vector<StreamedArtefact> artefacts);
+                    std::vector<uint8_t> parameters, std::vector<StreamedArtefact> artefacts,
+                    bool peer_directory = false);
+  // Queues artefacts of a round already started (no JobStart), e.g. the
+  // peer directory once the participants' job keys are in.
+  void SendJobArtefacts(uint64_t job_id, uint32_t round, std::vector<StreamedArtefact> artefacts);
   // Queues a JobData record behind what the job stream already holds.
   void SendJobData(uint64_t job_id, uint32_t round, uint32_t kind, std::vector<uint8_t> bytes);
 
@@ -132,6 +136,7 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   struct JobStreamItem {
     bool is_start = false;  // a JobStart
     bool is_data = false;   // a JobData record (kind in data_kind, bytes in parameters)
+    bool peer_directory = false;  // JobStart.peer_directory
     uint32_t data_kind = 0;
     nodefl_wire_JobKind kind = nodefl_wire_JobKind_JOB_KIND_UNSPECIFIED;
     uint32_t deadline_ms = 0;

@@ -53,6 +53,9 @@ class JobRunner final : public JobSink {
   void DispatchRounds(std::vector<jobs::RoundStart> starts);
   void FinishJob();
   uint64_t NowMicros() const;
+  // peer_keys = directory: once the round-1 devices announced their job
+  // keys (or peer_key_wait_ms passed), streams them the peer directory.
+  void PublishDirectoryWhenReady();
 
   ServerContext& ctx_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
@@ -73,6 +76,13 @@ class JobRunner final : public JobSink {
   uint64_t next_job_id_ = 1;
   uint64_t current_job_id_ = 0;  // 0 until the first job starts
   uint32_t jobs_finished_ = 0;
+  struct PendingDirectory {
+    uint64_t job_id = 0;
+    uint32_t round = 0;
+    std::vector<uint32_t> devices;
+    Clock::time_point since{};
+  };
+  std::optional<PendingDirectory> pending_directory_;
 };
 
 }  // namespace nodefl::server::net

@@ -56,6 +56,7 @@ struct ServerCounters {
   std::atomic<uint64_t> artefact_bytes{0};    // public artefact bytes streamed to devices
   std::atomic<uint64_t> upload_bytes{0};      // job upload bytes received from devices
   std::atomic<uint64_t> job_keys_announced{0};
+  std::atomic<uint64_t> peer_key_requests{0};     // PeerKeyRequest messages received
   std::atomic<uint64_t> peer_keys_unanswered{0};  // answered found = false after peer_key_wait_ms
 };
 
