@@ -101,7 +101,22 @@ Status EmulatedDevice::Init() {
                                                         : fleet_.max_neighbours));
   NODEFL_TRY(session_->AddRole(*hct_role_));
 
-  if (fleet_.job == "fedwalk") {
+  const bool strict_fedwalk =
+      fleet_.job == "fedwalk-histograms" || (fleet_.job == "fedwalk" && fleet_.fedwalk_mode == "strict");
+  if (strict_fedwalk) {
+    histogram_neighbours_.resize(setup_.neighbours.size());
+    for (size_t i = 0; i < histogram_neighbours_.size(); ++i) histogram_neighbours_[i].id = setup_.neighbours[i];
+    histogram_cells_.resize(std::clamp<size_t>(fleet_.vertex_count, 1, fedwalk::kMaxClusters));
+    fedwalk::HistogramStorage hs;
+    hs.neighbours = Span<fedwalk::HistogramNeighbour>(histogram_neighbours_);
+    hs.cells = Span<int32_t>(histogram_cells_);
+    histogram_role_ = std::make_unique<fedwalk::FedWalkHistogramRole>(setup_.id, hs, noise_drbg_, *ledger_);
+    NODEFL_TRY(histogram_role_->Init(
+        std::max<uint32_t>(setup_.degree, static_cast<uint32_t>(setup_.neighbours.size())),
+        fleet_.max_neighbours == 0 ? fedwalk::FedWalkHistogramRole::kNoNeighbourCap : fleet_.max_neighbours));
+    NODEFL_TRY(session_->AddRole(*histogram_role_));
+  }
+  if (fleet_.job == "fedwalk" && !strict_fedwalk) {
     const size_t n = fleet_.vertex_count;
     walk_neighbour_peers_.resize(setup_.neighbours.size());
     walk_peer_cache_.resize(fleet_.walk_peer_cache);
@@ -157,6 +172,7 @@ Status EmulatedDevice::Init() {
 }
 
 bool EmulatedDevice::finished() const {
+  if (histogram_role_) return histogram_role_->finished();
   if (fleet_.job == "fedwalk") return walk_role_ && walk_role_->finished();
   if (fleet_.job == "secure-compare") return compare_role_ && compare_role_->finished();
   if (fleet_.job == "fedwalk-hct") return hct_role_ && hct_role_->finished();
@@ -387,6 +403,15 @@ void EmulatedDevice::NoteProgress() {
     fleet_.stats->walks_finished.fetch_add(w.finished - walk_reported_.finished);
     fleet_.stats->walks_dropped.fetch_add(w.dropped - walk_reported_.dropped);
     walk_reported_ = w;
+  }
+  if (histogram_role_) {
+    const auto& hs = histogram_role_->stats();
+    if (hs.releases < histogram_reported_.releases || hs.failures < histogram_reported_.failures) {
+      histogram_reported_ = {};  // a new job began
+    }
+    fleet_.stats->histogram_releases.fetch_add(hs.releases - histogram_reported_.releases);
+    fleet_.stats->histogram_failures.fetch_add(hs.failures - histogram_reported_.failures);
+    histogram_reported_ = hs;
   }
   if (compare_role_) {
     const auto& c = compare_role_->stats();

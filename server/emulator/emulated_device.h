@@ -25,6 +25,7 @@
 
 #include "nodefl/device/device_session.h"
 #include "nodefl/fedwalk/hct_role.h"
+#include "nodefl/fedwalk/histogram_role.h"
 #include "nodefl/compare/compare_role.h"
 #include "nodefl/fedwalk/walk_role.h"
 #include "shared_pair_keys.h"
@@ -61,6 +62,9 @@ struct FleetStats {
   std::atomic<uint64_t> walks_forwarded{0};
   std::atomic<uint64_t> walks_finished{0};
   std::atomic<uint64_t> walks_dropped{0};
+  // Strict FedWalk's cluster histograms.
+  std::atomic<uint64_t> histogram_releases{0};
+  std::atomic<uint64_t> histogram_failures{0};
   // Secure comparisons.
   std::atomic<uint64_t> compare_done{0};
   std::atomic<uint64_t> compare_aborted{0};
@@ -104,9 +108,12 @@ struct FleetSetup {
   // Timers only: heartbeats, deadlines. Progress is driven by traffic (a
   // poll after every read and every completed write).
   std::chrono::milliseconds poll_interval{1000};
-  // Which job the fleet takes part in: "neighbour-echo", "fedwalk-hct" or
-  // "fedwalk" (HCT then walks); decides when a device is finished.
+  // Which job the fleet takes part in: "neighbour-echo", "fedwalk-hct",
+  // "fedwalk" (in paper mode HCT then walks, in strict mode the
+  // cluster-histogram job), "fedwalk-histograms" or "secure-compare";
+  // decides which roles a device serves and when it is finished.
   std::string job = "neighbour-echo";
+  std::string fedwalk_mode = "strict";  // the server's fedwalk_mode, for job "fedwalk"
   // FedWalk HCT storage per device: codebook entries per neighbour plus a
   // spare of kCodebookSpareEntries (rows hold one to a few entries at the
   // paper's epsilon; deg x K always suffices), and whether to keep
@@ -156,6 +163,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   const fedwalk::FedWalkHctRole* hct_role() const { return hct_role_.get(); }
   const PrivacyLedger* ledger() const { return ledger_.get(); }
   const fedwalk::FedWalkWalkRole* walk_role() const { return walk_role_.get(); }
+  const fedwalk::FedWalkHistogramRole* histogram_role() const { return histogram_role_.get(); }
   const compare::SecureCompareRole* compare_role() const { return compare_role_.get(); }
   const char* last_error() const { return last_error_.c_str(); }
 
@@ -211,6 +219,12 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   bool walk_bound_ = false;
   fedwalk::FedWalkWalkRole::Stats walk_reported_{};
   uint32_t hct_reported_failures_ = 0;
+  // Strict FedWalk: one cell per cluster (the job's vertex count, at most
+  // 65535) and the neighbours' clusters.
+  std::vector<fedwalk::HistogramNeighbour> histogram_neighbours_;
+  std::vector<int32_t> histogram_cells_;
+  std::unique_ptr<fedwalk::FedWalkHistogramRole> histogram_role_;
+  fedwalk::FedWalkHistogramRole::Stats histogram_reported_{};
   // Secure comparisons.
   std::vector<compare::ComparePeer> compare_peers_;
   std::vector<compare::CompareContext> compare_contexts_;

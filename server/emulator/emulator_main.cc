@@ -48,6 +48,7 @@ struct Options {
   uint32_t timeout_s = 1800;
   uint32_t messages_per_edge = 1;
   std::string job = "neighbour-echo";
+  std::string fedwalk_mode = "strict";
   uint32_t codebook_capacity = 8;
   uint32_t compare_sessions = 4;
   bool keep_tree = false;
@@ -62,7 +63,8 @@ void PrintHelp() {
       "\n"
       "Runs every node of a graph as a nodefl device with its own TLS connection to a\n"
       "running nodefl-server, all in this process, and takes part in the server's job\n"
-      "(neighbour-echo or fedwalk-hct). Each device knows only its own neighbour list.\n"
+      "(neighbour-echo, fedwalk-hct, fedwalk, ...). Each device knows only its own\n"
+      "neighbour list.\n"
       "\n"
       "  --graph DIR              graph in the shared TSV layout (edges.tsv, ...)\n"
       "  --bundle FILE            devices.bundle written by `nodefl-ca devices`\n"
@@ -73,9 +75,14 @@ void PrintHelp() {
       "  --connect-concurrency N  handshakes in flight at once (default 128)\n"
       "  --timeout S              give up after S seconds (default 1800)\n"
       "  --job NAME               the job the server runs, to know what success means:\n"
-      "                           neighbour-echo (default), fedwalk-hct, fedwalk (tree,\n"
-      "                           then walks; implies --keep-tree) or secure-compare\n"
-      "                           (Lumos greedy initialisation by secure comparisons)\n"
+      "                           neighbour-echo (default), fedwalk-hct, fedwalk (with\n"
+      "                           --fedwalk-mode), fedwalk-histograms (strict FedWalk by\n"
+      "                           name) or secure-compare (Lumos greedy initialisation by\n"
+      "                           secure comparisons)\n"
+      "  --fedwalk-mode M         fedwalk: the server's fedwalk_mode: strict (default; the\n"
+      "                           devices upload noised cluster histograms, the server walks)\n"
+      "                           or paper (tree, then device-to-device walks; implies\n"
+      "                           --keep-tree)\n"
       "  --compare-sessions N     secure-compare: sessions a device runs at once (default 4;\n"
       "                           at least the server's compare_max_sessions)\n"
       "  --messages-per-edge M    neighbour-echo: the server's job_messages_per_edge\n"
@@ -207,9 +214,18 @@ std::optional<Options> Parse(int argc, char** argv) {
       o.connect_concurrency = static_cast<uint32_t>(*n);
     } else if (arg == "--job") {
       o.job = v;
-      if (o.job != "neighbour-echo" && o.job != "fedwalk-hct" && o.job != "fedwalk" && o.job != "secure-compare") {
+      if (o.job != "neighbour-echo" && o.job != "fedwalk-hct" && o.job != "fedwalk" &&
+          o.job != "fedwalk-histograms" && o.job != "secure-compare") {
         std::fprintf(stderr,
-                     "nodefl-emulate: --job is neighbour-echo, fedwalk-hct, fedwalk or secure-compare, not '%s'\n", v);
+                     "nodefl-emulate: --job is neighbour-echo, fedwalk-hct, fedwalk, fedwalk-histograms or "
+                     "secure-compare, not '%s'\n",
+                     v);
+        return std::nullopt;
+      }
+    } else if (arg == "--fedwalk-mode") {
+      o.fedwalk_mode = v;
+      if (o.fedwalk_mode != "strict" && o.fedwalk_mode != "paper") {
+        std::fprintf(stderr, "nodefl-emulate: --fedwalk-mode is strict or paper, not '%s'\n", v);
         return std::nullopt;
       }
     } else if (arg == "--compare-sessions") {
@@ -241,10 +257,11 @@ std::optional<Options> Parse(int argc, char** argv) {
     std::fprintf(stderr, "nodefl-emulate: --graph and --bundle are required (see --help)\n");
     return std::nullopt;
   }
-  if (o.max_neighbours != 0 && o.job != "fedwalk-hct" && o.job != "fedwalk") {
+  if (o.max_neighbours != 0 && o.job != "fedwalk-hct" && o.job != "fedwalk" && o.job != "fedwalk-histograms") {
     // The other jobs message every neighbour and expect every neighbour's
     // message: a one-sided cap would only show up as lost messages.
-    std::fprintf(stderr, "nodefl-emulate: --max-neighbours applies to --job fedwalk-hct or fedwalk only\n");
+    std::fprintf(stderr,
+                 "nodefl-emulate: --max-neighbours applies to --job fedwalk-hct, fedwalk or fedwalk-histograms only\n");
     return std::nullopt;
   }
   return o;
@@ -313,7 +330,11 @@ int main(int argc, char** argv) {
   fleet.stats = &stats;
   fleet.gate = &gate;
   fleet.codebook_entries_per_neighbour = opt->codebook_capacity;
-  fleet.keep_tree_and_bin_plan = opt->keep_tree || opt->job == "fedwalk";
+  // Strict FedWalk's devices need neither (they upload histograms only).
+  const bool strict_fedwalk =
+      opt->job == "fedwalk-histograms" || (opt->job == "fedwalk" && opt->fedwalk_mode == "strict");
+  fleet.keep_tree_and_bin_plan = opt->keep_tree || (opt->job == "fedwalk" && !strict_fedwalk);
+  fleet.fedwalk_mode = opt->fedwalk_mode;
   fleet.job = opt->job;
   fleet.vertex_count = n;
   fleet.compare_contexts = opt->compare_sessions;
@@ -397,6 +418,16 @@ int main(int argc, char** argv) {
                        static_cast<unsigned long long>(stats.compare_aborted.load()),
                        static_cast<unsigned long long>(stats.compare_messages.load()),
                        static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
+        } else if (strict_fedwalk) {
+          std::fprintf(stderr,
+                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, histograms released %llu, "
+                       "failed rounds %llu, finished %llu, failed %llu\n",
+                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                       static_cast<unsigned long long>(stats.connecting.load()),
+                       static_cast<unsigned long long>(stats.reconnects.load()),
+                       static_cast<unsigned long long>(stats.histogram_releases.load()),
+                       static_cast<unsigned long long>(stats.histogram_failures.load()),
+                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
         } else if (opt->job == "fedwalk-hct" || opt->job == "fedwalk") {
           std::fprintf(stderr,
                        "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, tree round reports %llu "
@@ -453,9 +484,10 @@ int main(int argc, char** argv) {
       if (shown++ < 5) std::fprintf(stderr, "device %u did not finish: %s\n", d->id(), d->last_error());
     }
   }
-  const bool hct = opt->job == "fedwalk-hct" || opt->job == "fedwalk";
+  const bool hct = !strict_fedwalk && (opt->job == "fedwalk-hct" || opt->job == "fedwalk");
   const bool compare = opt->job == "secure-compare";
   const bool verified = compare ? unfinished == 0 && stats.compare_aborted.load() == 0
+                        : strict_fedwalk ? unfinished == 0 && stats.histogram_failures.load() == 0
                         : hct ? unfinished == 0 && stats.hct_failures.load() == 0
                             : unfinished == 0 && sent == expected && received == expected && duplicates == 0 &&
                                   rejected == 0;
@@ -478,6 +510,24 @@ int main(int argc, char** argv) {
                 eps.empty() ? 0.0 : eps.back(), eps.empty() ? 0.0 : eps[eps.size() / 2],
                 static_cast<unsigned long long>(unbounded));
   }
+  if (strict_fedwalk) {
+    // The devices' own ledgers: what each device released in this job.
+    std::vector<double> eps;
+    uint64_t truncated = 0, other_messages = 0;
+    for (auto& d : devices) {
+      if (d->ledger() != nullptr) eps.push_back(d->ledger()->total_epsilon());
+      if (d->histogram_role() != nullptr && d->histogram_role()->truncated()) ++truncated;
+    }
+    other_messages = stats.sealed_sent.load() + stats.walks_forwarded.load();
+    std::sort(eps.begin(), eps.end());
+    std::printf("fedwalk-histograms: histograms released %llu, failed rounds %llu, neighbour lists capped %llu, "
+                "device-to-device messages %llu\n"
+                "privacy ledger (devices): epsilon max %.4f, median %.4f (per edge against the server: twice that)\n",
+                static_cast<unsigned long long>(stats.histogram_releases.load()),
+                static_cast<unsigned long long>(stats.histogram_failures.load()),
+                static_cast<unsigned long long>(truncated), static_cast<unsigned long long>(other_messages),
+                eps.empty() ? 0.0 : eps.back(), eps.empty() ? 0.0 : eps[eps.size() / 2]);
+  }
   if (compare) {
     // Each session is counted by both of its parties.
     std::printf("secure-compare: party results done %llu, aborted %llu; comparison messages %llu, %llu bytes "
@@ -487,7 +537,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(stats.compare_messages.load()),
                 static_cast<unsigned long long>(stats.compare_bytes.load()));
   }
-  if (opt->job == "fedwalk") {
+  if (opt->job == "fedwalk" && !strict_fedwalk) {
     uint64_t asked = 0, verifications = 0, ecdh = 0;
     if (opt->shared_pair_keys) {
       const auto c = shared_pair_keys.counters();
@@ -509,7 +559,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(stats.finished.load()), static_cast<unsigned long long>(stats.failed.load()),
               static_cast<unsigned long long>(stats.reconnects.load()),
               static_cast<unsigned long long>(stats.connect_failures.load()));
-  if (!hct && !compare) {
+  if (!hct && !compare && !strict_fedwalk) {
     std::printf("         sealed messages: expected %llu, sent %llu, received and verified %llu, duplicates %llu, "
                 "rejected %llu\n",
                 static_cast<unsigned long long>(expected), static_cast<unsigned long long>(sent),
@@ -524,6 +574,7 @@ int main(int argc, char** argv) {
               connected ? stats.handshake_us_total.load() / 1000.0 / connected : 0.0, elapsed(), peak_kib / 1024.0,
               n ? peak_kib / n : 0.0,
               verified ? (compare ? "VERIFIED: every device finished, no comparison session aborted"
+                  : strict_fedwalk ? "VERIFIED: every device made its strict FedWalk histogram releases"
                   : opt->job == "fedwalk" ? "VERIFIED: every device completed the FedWalk tree and walk jobs"
                   : hct        ? "VERIFIED: every device completed the FedWalk HCT job"
                               : "VERIFIED: every message arrived intact exactly once")

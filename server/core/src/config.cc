@@ -157,9 +157,10 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
   }
   if (c.max_devices == 0) return fail("max_devices", "must be at least 1");
   if (c.job != "none" && c.job != "neighbour-echo" && c.job != "fedwalk-hct" && c.job != "fedwalk" &&
-      c.job != "secure-compare") {
-    return fail("job",
-                "'" + c.job + "' is not a known job (none, neighbour-echo, fedwalk-hct, fedwalk, secure-compare)");
+      c.job != "fedwalk-histograms" && c.job != "secure-compare") {
+    return fail("job", "'" + c.job +
+                           "' is not a known job (none, neighbour-echo, fedwalk-hct, fedwalk, fedwalk-histograms, "
+                           "secure-compare)");
   }
   if (c.job_round_deadline_ms == 0) return fail("job_round_deadline_ms", "must be at least 1");
   if (c.job_messages_per_edge == 0 || c.job_messages_per_edge > (1u << 20)) {
@@ -203,6 +204,16 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
   if (c.fedwalk_dim == 0 || c.fedwalk_dim > 4096) return fail("fedwalk_dim", "must be 1..4096");
   if (c.fedwalk_window == 0) return fail("fedwalk_window", "must be at least 1");
   if (c.fedwalk_negative == 0) return fail("fedwalk_negative", "must be at least 1");
+  if (!(c.fedwalk_strict_epsilon >= 1e-3 && c.fedwalk_strict_epsilon <= 1e3)) {
+    return fail("fedwalk_strict_epsilon", "must be a number in 0.001..1000");
+  }
+  if (c.fedwalk_strict_partition != "random" && c.fedwalk_strict_partition != "refined") {
+    return fail("fedwalk_strict_partition", "'" + c.fedwalk_strict_partition + "' is not random or refined");
+  }
+  if (c.fedwalk_strict_clusters > 65535) return fail("fedwalk_strict_clusters", "must be 0..65535");
+  if (c.fedwalk_strict_walk_rule != "reciprocal" && c.fedwalk_strict_walk_rule != "direct") {
+    return fail("fedwalk_strict_walk_rule", "'" + c.fedwalk_strict_walk_rule + "' is not reciprocal or direct");
+  }
   // The same limits the devices apply (sdk/compare comparison_plan.h, compare_job_format.h).
   if (c.compare_width < 1 || c.compare_width > 32) {
     return fail("compare_width", std::to_string(c.compare_width) + " is outside 1..32");

@@ -43,7 +43,9 @@ constexpr std::array kKeys = {
             "how devices of device-to-device jobs get peer keys: request (names neighbours to the server) or "
             "directory (every participant's keys as one artefact, filtered on the device)"},
     KeySpec{"job", &C::job,
-            "job to run: none, neighbour-echo, fedwalk-hct (tree only), fedwalk (tree, walks, SkipGram) or "
+            "job to run: none, neighbour-echo, fedwalk-hct (tree only), fedwalk (paper mode: tree, walks, "
+            "SkipGram; strict mode: cluster histograms, server-side walks, SkipGram), fedwalk-histograms (the "
+            "strict job by name) or "
             "secure-compare (Lumos greedy initialisation by secure comparisons)"},
     KeySpec{"job_quorum", &C::job_quorum,
             "devices online before the job starts (0 = every device with credentials)"},
@@ -84,6 +86,14 @@ constexpr std::array kKeys = {
     KeySpec{"fedwalk_window", &C::fedwalk_window, "fedwalk SkipGram window"},
     KeySpec{"fedwalk_negative", &C::fedwalk_negative, "fedwalk SkipGram negative samples"},
     KeySpec{"fedwalk_seed", &C::fedwalk_seed, "fedwalk seed of walk order and training (0 = random)"},
+    KeySpec{"fedwalk_strict_epsilon", &C::fedwalk_strict_epsilon,
+            "strict fedwalk: total epsilon per device over its histogram releases (0.001..1000)"},
+    KeySpec{"fedwalk_strict_partition", &C::fedwalk_strict_partition,
+            "strict fedwalk: random (one release) or refined (random release, spectral clusters, second release)"},
+    KeySpec{"fedwalk_strict_clusters", &C::fedwalk_strict_clusters,
+            "strict fedwalk: clusters of the last release (0 = one vertex per cluster, at most 65535)"},
+    KeySpec{"fedwalk_strict_walk_rule", &C::fedwalk_strict_walk_rule,
+            "strict fedwalk: walk rule on the histograms, reciprocal (both endpoints) or direct"},
     KeySpec{"compare_width", &C::compare_width, "secure-compare bits per compared value (1..32; default 5 holds round(ln degree))"},
     KeySpec{"compare_digit_bits", &C::compare_digit_bits,
             "secure-compare digit size in bits (0 = whole value up to 8 bits, else 4; at most 8)"},

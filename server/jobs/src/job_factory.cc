@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "nodefl/server/jobs/fedwalk_hct_job.h"
+#include "nodefl/server/jobs/fedwalk_histogram_job.h"
 #include "nodefl/server/jobs/fedwalk_walk_job.h"
 #include "nodefl/server/jobs/neighbour_echo_runner_job.h"
 #include "nodefl/server/jobs/secure_compare_job.h"
@@ -15,6 +16,11 @@ std::vector<std::string> JobStages(const std::string& job) {
   if (job == "fedwalk") return {"fedwalk-hct", "fedwalk-walks"};
   if (job == "none" || job.empty()) return {};
   return {job};
+}
+
+std::vector<std::string> JobStages(const ServerConfig& config) {
+  if (config.job == "fedwalk" && config.fedwalk_mode == "strict") return {"fedwalk-histograms"};
+  return JobStages(config.job);
 }
 
 std::unique_ptr<Job> MakeJob(const ServerConfig& config, const std::string& stage, uint64_t job_id,
@@ -69,6 +75,27 @@ std::unique_ptr<Job> MakeJob(const ServerConfig& config, const std::string& stag
                              (config.fedwalk_encoder == "auto" && options.params.mode == PrivacyMode::kStrict);
     options.score_clip = config.fedwalk_score_clip;
     return std::make_unique<FedWalkHctJob>(options, std::move(participants));
+  }
+  if (stage == "fedwalk-histograms") {
+    // Strict FedWalk (docs/fedwalk.md): ValidateConfig checked every value.
+    FedWalkHistogramOptions options;
+    options.job_id = job_id;
+    options.plan.total_epsilon = config.fedwalk_strict_epsilon;
+    options.plan.scheme = fedwalk::ParsePartitionScheme(config.fedwalk_strict_partition)
+                              .value_or(fedwalk::PartitionScheme::kRandom);
+    options.plan.clusters = config.fedwalk_strict_clusters;
+    options.walks.rule = fedwalk::ParseHistogramWalkRule(config.fedwalk_strict_walk_rule)
+                             .value_or(fedwalk::HistogramWalkRule::kReciprocal);
+    options.walks.walks_per_vertex = config.fedwalk_walks_per_vertex;
+    options.walks.walk_length = config.fedwalk_walk_length;
+    options.skipgram.dim = config.fedwalk_dim;
+    options.skipgram.window = config.fedwalk_window;
+    options.skipgram.negative = config.fedwalk_negative;
+    options.round_deadline_ms = config.job_round_deadline_ms;
+    options.compute_threads = compute_threads;
+    options.seed = config.fedwalk_seed;
+    options.output_dir = config.output_dir;
+    return std::make_unique<FedWalkHistogramJob>(options, std::move(participants));
   }
   if (stage == "fedwalk-walks") {
     const auto* hct = dynamic_cast<const FedWalkHctJob*>(previous);

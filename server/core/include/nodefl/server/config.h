@@ -67,7 +67,7 @@ struct ServerConfig {
   // Jobs. The server starts `job` once `job_quorum` devices are online
   // (0: every device with credentials) or `job_wait_ms` after the first
   // device registered (0: wait for the quorum), with the devices online then.
-  std::string job = "none";  // none | neighbour-echo | fedwalk-hct | fedwalk | secure-compare
+  std::string job = "none";  // none | neighbour-echo | fedwalk-hct | fedwalk | fedwalk-histograms | secure-compare
   uint32_t job_quorum = 0;
   uint32_t job_wait_ms = 0;
   uint32_t job_round_deadline_ms = 300000;  // per round; late devices are recorded
@@ -109,6 +109,16 @@ struct ServerConfig {
   uint32_t fedwalk_window = 10;
   uint32_t fedwalk_negative = 5;
   uint64_t fedwalk_seed = 0;               // 0: random
+  // fedwalk in strict mode: the cluster-histogram job (docs/fedwalk.md,
+  // "Strict mode"). Each device's total epsilon over its releases (the
+  // guarantee; the walks are post-processing), the partition scheme
+  // (random | refined), the clusters of the last release (0: one vertex per
+  // cluster, the measured default) and the walk rule (reciprocal | direct).
+  // fedwalk_walk_length counts vertices, the start included, for these walks.
+  double fedwalk_strict_epsilon = 4.0;
+  std::string fedwalk_strict_partition = "random";
+  uint32_t fedwalk_strict_clusters = 0;
+  std::string fedwalk_strict_walk_rule = "reciprocal";
   // secure-compare (sdk/compare/.../compare_job_format.h): Lumos's greedy
   // initialisation, one secure comparison per edge.
   // Bits per compared value (1..32). 5 holds round(ln d) for any 32-bit

@@ -18,6 +18,10 @@ namespace nodefl::server::jobs {
 // then the walk job (whose participants are the devices that completed
 // the HCT job); every other job is one stage. Empty for "none".
 std::vector<std::string> JobStages(const std::string& job);
+// The same for a whole configuration: "fedwalk" in strict mode is one stage,
+// the cluster-histogram job ("fedwalk-histograms"); in paper mode the two
+// stages above.
+std::vector<std::string> JobStages(const ServerConfig& config);
 
 // The job for one stage; `previous` is the previous stage's job (nullptr
 // for the first). nullptr for an unknown stage, or a walk stage without a

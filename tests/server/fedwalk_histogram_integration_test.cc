@@ -1,0 +1,220 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// Strict FedWalk end to end over TLS: nodefl-server runs `--job fedwalk` in
+// strict mode (the cluster-histogram job) and 34 emulated SDK devices
+// (karate) take part. Checks that every device made exactly its planned
+// releases within its default budget, that the server holds exactly what
+// the devices released, that nothing went device to device, and that the
+// embeddings are written; then the same with the refined (two-release)
+// partition.
+#include <gtest/gtest.h>
+
+#include <boost/asio/ip/address.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include "emulated_device.h"
+#include "nodefl/dataset/graph_dataset.h"
+#include "nodefl/fedwalk/histogram_format.h"
+#include "nodefl/server/fedwalk/skipgram_model.h"
+#include "transport_test_support.h"
+
+namespace nodefl::transport_test {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+struct Fleet {
+  dataset::Graph graph;
+  std::unique_ptr<TestDeployment> deployment;
+  std::unique_ptr<ServerUnderTest> server;
+  tls::TlsCredentials ca;
+  emulator::FleetStats stats;
+  std::unique_ptr<emulator::ConnectGate> gate;
+  emulator::FleetSetup fleet;
+  asio::io_context io;  // before the devices: their strands belong to it
+  std::vector<std::shared_ptr<emulator::EmulatedDevice>> devices;
+  fs::path out;
+};
+
+void RunStrictKarate(Fleet& f, const std::function<void(server::ServerConfig&)>& tune) {
+  const dataset::LoadResult loaded = dataset::LoadGraph(fs::path(NODEFL_DATASETS_DIR) / "karate");
+  ASSERT_TRUE(loaded.ok) << "the karate dataset is required: " << loaded.error;
+  f.graph = loaded.graph;
+  const dataset::Graph& g = f.graph;
+  std::vector<uint32_t> ids(g.num_nodes);
+  std::iota(ids.begin(), ids.end(), 0u);
+  f.deployment = std::make_unique<TestDeployment>(ids, /*seed=*/81);
+  ASSERT_TRUE(f.deployment->ok()) << f.deployment->error();
+  f.out = f.deployment->dir() / "out";
+  server::ServerConfig config = f.deployment->BaseConfig();
+  config.job = "fedwalk";
+  config.fedwalk_mode = "strict";
+  config.job_quorum = g.num_nodes;
+  config.exit_after_jobs = 1;
+  config.job_round_deadline_ms = 10000;
+  config.output_dir = f.out.string();
+  config.compute_threads = 2;
+  config.fedwalk_walks_per_vertex = 10;
+  config.fedwalk_dim = 16;
+  config.fedwalk_seed = 3;
+  tune(config);
+  const server::ConfigStatus valid = server::ValidateConfig(config);
+  ASSERT_TRUE(valid.ok) << valid.message;
+  f.server = std::make_unique<ServerUnderTest>(config, f.deployment->dir() / "server.log");
+  ASSERT_TRUE(f.server->ok()) << f.server->error();
+
+  ASSERT_TRUE(f.ca.LoadCaChain(ConstByteSpan(f.deployment->pki().ca_der())).ok());
+  f.gate = std::make_unique<emulator::ConnectGate>(16);
+  f.fleet.server = asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), f.server->port());
+  f.fleet.server_name = "localhost";
+  f.fleet.ca = &f.ca;
+  f.fleet.stats = &f.stats;
+  f.fleet.gate = f.gate.get();
+  f.fleet.max_connect_attempts = 5;
+  f.fleet.vertex_count = g.num_nodes;
+  f.fleet.job = "fedwalk";
+  f.fleet.fedwalk_mode = "strict";
+  f.fleet.budget = PrivacyBudget();  // the default: strict mode must fit it
+  for (uint32_t v = 0; v < g.num_nodes; ++v) {
+    emulator::DeviceSetup setup;
+    setup.id = v;
+    setup.neighbours.assign(g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
+                            g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
+    setup.certificate_der = f.deployment->device(v).certificate_der;
+    setup.private_key_der = f.deployment->device(v).private_key_der;
+    auto device = std::make_shared<emulator::EmulatedDevice>(f.io, f.fleet, std::move(setup));
+    ASSERT_TRUE(device->Init().ok()) << "device " << v;
+    f.devices.push_back(std::move(device));
+  }
+  for (auto& d : f.devices) d->Start();
+  ServerUnderTest& server = *f.server;
+  const bool ended = RunUntil(
+      f.io, [&] { return !server.running() && f.stats.finished + f.stats.failed >= g.num_nodes; },
+      milliseconds(60000));
+  for (auto& d : f.devices) d->Stop();
+  f.io.restart();
+  f.io.run_for(milliseconds(500));
+  ASSERT_TRUE(ended) << "finished " << f.stats.finished << ", failed " << f.stats.failed << "\n" << server.LogText();
+  EXPECT_EQ(server.WaitForExit(milliseconds(1000)), std::optional<int>(0)) << server.LogText();
+}
+
+// histogram-uploads.tsv: device -> its positive cells, "cluster:count,...".
+std::map<uint32_t, std::string> ServerUploads(const fs::path& path) {
+  std::map<uint32_t, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    const size_t tab = line.find('\t');
+    out[static_cast<uint32_t>(std::stoul(line.substr(0, tab)))] = line.substr(tab + 1);
+  }
+  return out;
+}
+
+// The published partition (histogram-partition.bin, u16 LE per vertex).
+std::vector<uint16_t> ServerPartition(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint16_t> out(bytes.size() / 2);
+  for (size_t v = 0; v < out.size(); ++v) out[v] = static_cast<uint16_t>(bytes[2 * v] | bytes[2 * v + 1] << 8);
+  return out;
+}
+
+// The same form from what the device released: its positive cells of
+// clusters that have members (the server drops cells of empty clusters,
+// which hold noise only).
+std::string PositiveCells(Span<const int32_t> cells, const std::vector<uint16_t>& partition) {
+  std::vector<bool> inhabited(cells.size(), false);
+  for (uint16_t c : partition) {
+    if (c < cells.size()) inhabited[c] = true;
+  }
+  std::ostringstream o;
+  bool first = true;
+  for (size_t c = 0; c < cells.size(); ++c) {
+    if (cells[c] <= 0 || !inhabited[c]) continue;
+    o << (first ? "" : ",") << c << ':' << cells[c];
+    first = false;
+  }
+  return o.str();
+}
+
+TEST(FedWalkStrictKarateTest, OneReleasePerDeviceServerSideWalksAndNothingBetweenDevices) {
+  Fleet f;
+  RunStrictKarate(f, [](server::ServerConfig& c) { c.fedwalk_strict_epsilon = 4; });
+  if (HasFatalFailure()) return;
+  const std::string log = f.server->LogText();
+  EXPECT_TRUE(LogHasLine(log, "job_finished",
+                         {"kind=fedwalk-histograms", "verified=true", "partition=random", "releases=1",
+                          "clusters=34", "completed=34", "walks=340", "tokens=13600", "protocol_errors=0"}))
+      << log;
+  EXPECT_TRUE(LogHasLine(log, "privacy_ledger", {"phase=fedwalk-histograms", "devices_over_plan=0"})) << log;
+  // Nothing between devices: no sealed message, no walk message.
+  EXPECT_EQ(f.stats.sealed_sent.load(), 0u);
+  EXPECT_EQ(f.stats.walks_forwarded.load(), 0u);
+  EXPECT_EQ(f.stats.histogram_releases.load(), 34u);
+  EXPECT_EQ(f.stats.histogram_failures.load(), 0u);
+  const auto uploads = ServerUploads(f.out / "histogram-uploads.tsv");
+  const auto partition = ServerPartition(f.out / "histogram-partition.bin");
+  ASSERT_EQ(uploads.size(), 34u);
+  for (const auto& d : f.devices) {
+    const auto* role = d->histogram_role();
+    ASSERT_NE(role, nullptr);
+    EXPECT_TRUE(role->finished());
+    EXPECT_EQ(role->stats().releases, 1u);
+    // The ledger holds one release at (just below) the planned epsilon,
+    // and the server got exactly what the device released.
+    EXPECT_LE(d->ledger()->total_epsilon(), 4.0);
+    EXPECT_GE(d->ledger()->total_epsilon(), 4.0 * (1 - 1e-6));
+    EXPECT_EQ(uploads.at(d->id()), PositiveCells(role->histogram(), partition)) << "device " << d->id();
+  }
+  std::string error;
+  const auto model = server::fedwalk::ReadWord2VecText(f.out / "embeddings.w2v", &error);
+  ASSERT_TRUE(model.has_value()) << error;
+  EXPECT_EQ(model->num_vertices, 34u);
+  EXPECT_EQ(model->dim, 16u);
+  // The published partition: one vertex per cluster (the default).
+  ASSERT_EQ(partition.size(), 34u);
+  std::vector<bool> seen(34, false);
+  for (uint16_t c : partition) {
+    ASSERT_LT(c, 34);
+    EXPECT_FALSE(seen[c]);
+    seen[c] = true;
+  }
+}
+
+TEST(FedWalkStrictKarateTest, TheRefinedPartitionSpendsTwoReleasesWithinTheTotal) {
+  Fleet f;
+  RunStrictKarate(f, [](server::ServerConfig& c) {
+    c.fedwalk_strict_epsilon = 6;
+    c.fedwalk_strict_partition = "refined";
+    c.fedwalk_strict_clusters = 4;
+  });
+  if (HasFatalFailure()) return;
+  const std::string log = f.server->LogText();
+  EXPECT_TRUE(LogHasLine(log, "job_finished",
+                         {"kind=fedwalk-histograms", "verified=true", "partition=refined", "releases=2",
+                          "clusters=34,4", "release_epsilons=3,3", "completed=34", "walks=340"}))
+      << log;
+  for (const auto& d : f.devices) {
+    ASSERT_NE(d->histogram_role(), nullptr);
+    EXPECT_EQ(d->histogram_role()->stats().releases, 2u);
+    EXPECT_LE(d->ledger()->total_epsilon(), 6.0);
+    EXPECT_GE(d->ledger()->total_epsilon(), 6.0 * (1 - 1e-6));
+    EXPECT_EQ(d->histogram_role()->histogram().size(), 4u);  // the last round's clusters
+  }
+  const auto uploads = ServerUploads(f.out / "histogram-uploads.tsv");
+  const auto partition = ServerPartition(f.out / "histogram-partition.bin");
+  for (const auto& d : f.devices) {
+    EXPECT_EQ(uploads.at(d->id()), PositiveCells(d->histogram_role()->histogram(), partition))
+        << "device " << d->id();
+  }
+}
+
+}  // namespace
+}  // namespace nodefl::transport_test
