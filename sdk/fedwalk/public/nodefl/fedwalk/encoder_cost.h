@@ -23,8 +23,11 @@
 // holds. It is a lower bound on the cost over all pairs of vertices, which
 // only the server can compute (and reports).
 //
-// Cost: O(c_min x sum of row sizes) time with c_min the smallest row, no
-// memory beyond the rows.
+// Cost: O(c_min x sum over rows of c_r^2) time with c_min the smallest row
+// and c_r a row's size (each lookup scans the row and its aliases), no
+// memory beyond the rows. Paper-mode rows hold one to a few entries; full
+// rows of K = 256 make this seconds for a hub of thousands of neighbours,
+// once per job.
 #pragma once
 
 #include <cstdint>
