@@ -1061,7 +1061,8 @@ TEST(FedWalkWalkRoleTest, MemoryFootprint) {
   EXPECT_LE(sizeof(WalkPeer), 208u);
   EXPECT_LE(sizeof(WalkSlot), 24u);
   EXPECT_EQ(WalkSlotBytes(40), 204u);
-  EXPECT_LT(sizeof(FedWalkWalkRole), 1200u);
+  // About half of it is the peer directory's one entry (a PeerCertificate).
+  EXPECT_LT(sizeof(FedWalkWalkRole), 2600u);
 }
 
 }  // namespace

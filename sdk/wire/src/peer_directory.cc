@@ -55,29 +55,36 @@ Status PeerDirectoryStream::TakeByte(uint8_t b) {
     return Status::Ok();
   }
   if (entries_done_ == count_) return Status::DataLoss();  // bytes after the last entry
-  entry_[entry_have_++] = b;
-  if (entry_have_ == kPeerDirectoryEntryHeaderBytes) {
-    const uint16_t cert = LoadU16Le(entry_ + 4);
-    const uint16_t key = LoadU16Le(entry_ + 6);
-    if (cert == 0 || cert > kMaxCertificateDerBytes || key != kJobKeyBytes) return Status::DataLoss();
-    entry_need_ = kPeerDirectoryEntryHeaderBytes + cert + key;
+  if (entry_have_ < kPeerDirectoryEntryHeaderBytes) {
+    header_[entry_have_++] = b;
+    if (entry_have_ == kPeerDirectoryEntryHeaderBytes) {
+      cert_bytes_ = LoadU16Le(header_ + 4);
+      const uint16_t key = LoadU16Le(header_ + 6);
+      if (cert_bytes_ == 0 || cert_bytes_ > kMaxCertificateDerBytes || key != kJobKeyBytes) {
+        return Status::DataLoss();
+      }
+      entry_need_ = kPeerDirectoryEntryHeaderBytes + cert_bytes_ + key;
+    }
+    return Status::Ok();
   }
-  if (entry_have_ == entry_need_ && entry_have_ > kPeerDirectoryEntryHeaderBytes) return FinishEntry();
+  const size_t at = entry_have_++ - kPeerDirectoryEntryHeaderBytes;
+  if (at < cert_bytes_) {
+    out_.certificate_der.bytes[at] = b;
+  } else {
+    out_.job_key.bytes[at - cert_bytes_] = b;
+  }
+  if (entry_have_ == entry_need_) return FinishEntry();
   return Status::Ok();
 }
 
 Status PeerDirectoryStream::FinishEntry() {
-  const uint32_t id = LoadU32Le(entry_);
+  const uint32_t id = LoadU32Le(header_);
   if (have_last_id_ && id <= last_id_) return Status::DataLoss();
   have_last_id_ = true;
   last_id_ = id;
-  const uint16_t cert = LoadU16Le(entry_ + 4);
-  out_ = nodefl_wire_PeerCertificate_init_zero;
   out_.device_id = id;
   out_.found = true;
-  std::memcpy(out_.certificate_der.bytes, entry_ + kPeerDirectoryEntryHeaderBytes, cert);
-  out_.certificate_der.size = cert;
-  std::memcpy(out_.job_key.bytes, entry_ + kPeerDirectoryEntryHeaderBytes + cert, kJobKeyBytes);
+  out_.certificate_der.size = cert_bytes_;
   out_.job_key.size = static_cast<pb_size_t>(kJobKeyBytes);
   entry_have_ = 0;
   entry_need_ = kPeerDirectoryEntryHeaderBytes;

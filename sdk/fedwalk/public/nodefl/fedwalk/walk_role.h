@@ -103,7 +103,8 @@
 // cache record one WalkPeer; per queue slot 24 + WalkSlotBytes(l) bytes
 // (204 bytes per slot at l = 40); scratch WalkSlotBytes(l); the tree index
 // (TreeIndex: about 12 bytes per vertex); the predictor pool (4 bytes per
-// entry). The object itself is about 1 KiB on 64-bit hosts.
+// entry). The object itself is about 2.5 KiB on 64-bit hosts, half of it
+// the peer directory's entry buffer.
 #pragma once
 
 #include <cstddef>

@@ -20,7 +20,8 @@
 // sender, receiver), so the receiver checks content as well as the AEAD tag:
 // "arrived intact" means both.
 //
-// Memory: one EchoPeer per neighbour (caller-provided span, ~110 bytes each);
+// Memory: one EchoPeer per neighbour (caller-provided span, ~200 bytes each),
+// and the role object itself (~1.5 KiB: the peer directory's entry buffer);
 // no heap in this code. Certificate verification and ECDH run inside MbedTLS,
 // which allocates internally in Debian's build (see sdk/seal).
 #pragma once

@@ -18,7 +18,7 @@
 // PeerDirectoryStream parses the artefact as chunks arrive (wire::Chunk
 // Receiver's sink), whatever the chunk boundaries, and hands each entry to
 // the caller as a PeerCertificate, the shape the roles already take. Memory:
-// one entry (~1.1 KiB) inside the object; no heap.
+// one PeerCertificate (~1.1 KiB) inside the object; no heap.
 #pragma once
 
 #include <cstddef>
@@ -75,9 +75,12 @@ class PeerDirectoryStream {
   uint32_t entries_done_ = 0;
   uint8_t head_[4] = {};
   size_t head_have_ = 0;
-  uint8_t entry_[kMaxPeerDirectoryEntryBytes] = {};
+  // The entry being parsed: its header here, its certificate and job key
+  // straight into out_ (no second copy of ~1 KiB).
+  uint8_t header_[kPeerDirectoryEntryHeaderBytes] = {};
   size_t entry_have_ = 0;
   size_t entry_need_ = kPeerDirectoryEntryHeaderBytes;
+  uint16_t cert_bytes_ = 0;
   bool have_last_id_ = false;
   uint32_t last_id_ = 0;
   nodefl_wire_PeerCertificate out_ = nodefl_wire_PeerCertificate_init_zero;
