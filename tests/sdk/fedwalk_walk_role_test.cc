@@ -24,6 +24,7 @@
 #include "nodefl/seal/seal.h"
 #include "nodefl/wire/envelope_codec.h"
 #include "nodefl/wire/frame.h"
+#include "session_frames.h"
 #include "test_pki.h"
 
 namespace nodefl::fedwalk {
@@ -198,14 +199,8 @@ class Server {
     e.round = round;
     return e;
   }
-  std::vector<uint8_t> Frame(uint32_t to, nodefl_wire_Envelope e) {
-    e.version = wire::kProtocolVersion;
-    e.seq = ++seq_[to];
-    std::vector<uint8_t> out(kMaxFrame);
-    Result<size_t> n = wire::EncodeFrame(e, out);
-    EXPECT_TRUE(n.ok());
-    out.resize(n.ok() ? *n : 0);
-    return out;
+  std::vector<uint8_t> Frame(uint32_t to, const nodefl_wire_Envelope& e) {
+    return ::nodefl::testing::FrameTo(e, ++seq_[to]);
   }
   std::vector<uint8_t> Welcome(uint32_t to, bool resumed) {
     seq_[to] = 0;
@@ -271,17 +266,7 @@ class Server {
 
   // Reads what the device wrote and acts on it like the real server.
   void Collect(Device& d) {
-    ConstByteSpan bytes = d.session.PendingOutput();
-    size_t pos = 0;
-    auto e = std::make_unique<nodefl_wire_Envelope>();
-    while (pos + 4 <= bytes.size()) {
-      const size_t len = (size_t{bytes[pos]} << 24) | (size_t{bytes[pos + 1]} << 16) |
-                         (size_t{bytes[pos + 2]} << 8) | bytes[pos + 3];
-      EXPECT_TRUE(wire::DecodeEnvelope(bytes.subspan(pos + 4, len), e.get()).ok());
-      Handle(d.id(), *e);
-      pos += 4 + len;
-    }
-    d.session.ConsumeOutput(bytes.size());
+    ::nodefl::testing::DrainSessionOutput(d.session, [&](const nodefl_wire_Envelope& e) { Handle(d.id(), e); });
   }
 
   void Handle(uint32_t from, const nodefl_wire_Envelope& e) {

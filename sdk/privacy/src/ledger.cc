@@ -118,74 +118,53 @@ Status PrivacyLedger::Record(uint16_t phase, Mechanism mechanism, PrivacyMode mo
   return Record(phase, mechanism, mode, cost, releases);
 }
 
-double PrivacyLedger::total_epsilon() const {
+namespace {
+
+// Sums `field` over the entries that `pick` selects.
+template <typename Pick>
+double SumOf(Span<const LedgerEntry> entries, double LedgerEntry::*field, Pick pick) {
   double sum = 0.0;
-  for (const LedgerEntry& e : entries_) sum += e.epsilon;
+  for (const LedgerEntry& e : entries) {
+    if (pick(e)) sum += e.*field;
+  }
   return sum;
 }
 
-double PrivacyLedger::total_delta() const {
-  double sum = 0.0;
-  for (const LedgerEntry& e : entries_) sum += e.delta;
-  return sum;
-}
-
-double PrivacyLedger::total_edge_epsilon() const {
-  double sum = 0.0;
-  for (const LedgerEntry& e : entries_) sum += e.edge_epsilon;
-  return sum;
-}
-
-bool PrivacyLedger::unbounded() const {
-  for (const LedgerEntry& e : entries_) {
-    if (e.unbounded) return true;
+template <typename Pick>
+bool AnyOf(Span<const LedgerEntry> entries, bool LedgerEntry::*flag, Pick pick) {
+  for (const LedgerEntry& e : entries) {
+    if (pick(e) && e.*flag) return true;
   }
   return false;
 }
 
+constexpr auto kAll = [](const LedgerEntry&) { return true; };
+
+}  // namespace
+
+double PrivacyLedger::total_epsilon() const { return SumOf(entries(), &LedgerEntry::epsilon, kAll); }
+double PrivacyLedger::total_delta() const { return SumOf(entries(), &LedgerEntry::delta, kAll); }
+double PrivacyLedger::total_edge_epsilon() const { return SumOf(entries(), &LedgerEntry::edge_epsilon, kAll); }
+bool PrivacyLedger::unbounded() const { return AnyOf(entries(), &LedgerEntry::unbounded, kAll); }
 bool PrivacyLedger::unbounded_against_server() const {
-  for (const LedgerEntry& e : entries_) {
-    if (e.unbounded_against_server) return true;
-  }
-  return false;
+  return AnyOf(entries(), &LedgerEntry::unbounded_against_server, kAll);
 }
 
 double PrivacyLedger::phase_epsilon(uint16_t phase) const {
-  double sum = 0.0;
-  for (const LedgerEntry& e : entries_) {
-    if (e.phase == phase) sum += e.epsilon;
-  }
-  return sum;
+  return SumOf(entries(), &LedgerEntry::epsilon, [phase](const LedgerEntry& e) { return e.phase == phase; });
 }
-
 double PrivacyLedger::phase_delta(uint16_t phase) const {
-  double sum = 0.0;
-  for (const LedgerEntry& e : entries_) {
-    if (e.phase == phase) sum += e.delta;
-  }
-  return sum;
+  return SumOf(entries(), &LedgerEntry::delta, [phase](const LedgerEntry& e) { return e.phase == phase; });
 }
-
 double PrivacyLedger::phase_edge_epsilon(uint16_t phase) const {
-  double sum = 0.0;
-  for (const LedgerEntry& e : entries_) {
-    if (e.phase == phase) sum += e.edge_epsilon;
-  }
-  return sum;
+  return SumOf(entries(), &LedgerEntry::edge_epsilon, [phase](const LedgerEntry& e) { return e.phase == phase; });
 }
-
 bool PrivacyLedger::phase_unbounded(uint16_t phase) const {
-  for (const LedgerEntry& e : entries_) {
-    if (e.phase == phase && e.unbounded) return true;
-  }
-  return false;
+  return AnyOf(entries(), &LedgerEntry::unbounded, [phase](const LedgerEntry& e) { return e.phase == phase; });
 }
-
 bool PrivacyLedger::phase_unbounded_against_server(uint16_t phase) const {
-  for (const LedgerEntry& e : entries_) {
-    if (e.phase == phase && e.unbounded_against_server) return true;
-  }
-  return false;
+  return AnyOf(entries(), &LedgerEntry::unbounded_against_server,
+               [phase](const LedgerEntry& e) { return e.phase == phase; });
 }
 
 }  // namespace nodefl

@@ -83,17 +83,21 @@ void Connection::RequestClose(CloseReason reason) {
   });
 }
 
+void Connection::QueueArtefacts(uint64_t job_id, uint32_t round, std::vector<StreamedArtefact>& artefacts) {
+  for (StreamedArtefact& a : artefacts) {
+    JobStreamItem item;
+    item.artefact = std::move(a);
+    item.job_id = job_id;
+    item.round = round;
+    item.transfer_id = next_transfer_id_++;
+    job_stream_.push_back(std::move(item));
+  }
+}
+
 void Connection::SendJobArtefacts(uint64_t job_id, uint32_t round, std::vector<StreamedArtefact> artefacts) {
   asio::post(strand_, [self = shared_from_this(), job_id, round, artefacts = std::move(artefacts)]() mutable {
     if (self->state_ != State::kRunning) return;
-    for (StreamedArtefact& a : artefacts) {
-      JobStreamItem item;
-      item.artefact = std::move(a);
-      item.job_id = job_id;
-      item.round = round;
-      item.transfer_id = self->next_transfer_id_++;
-      self->job_stream_.push_back(std::move(item));
-    }
+    self->QueueArtefacts(job_id, round, artefacts);
     self->Wake();
   });
 }
@@ -113,14 +117,7 @@ void Connection::SendJobRound(uint64_t job_id, uint32_t round, nodefl_wire_JobKi
     start.job_id = job_id;
     start.round = round;
     self->job_stream_.push_back(std::move(start));
-    for (StreamedArtefact& a : artefacts) {
-      JobStreamItem item;
-      item.artefact = std::move(a);
-      item.job_id = job_id;
-      item.round = round;
-      item.transfer_id = self->next_transfer_id_++;
-      self->job_stream_.push_back(std::move(item));
-    }
+    self->QueueArtefacts(job_id, round, artefacts);
     self->Wake();
   });
 }

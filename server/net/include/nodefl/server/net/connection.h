@@ -98,6 +98,8 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   // `batch` until it holds about `limit` bytes.
   void TakeJobStream(std::vector<uint8_t>& batch, size_t limit);
 
+  // Appends `artefacts` (moved from) to the job stream on this strand.
+  void QueueArtefacts(uint64_t job_id, uint32_t round, std::vector<StreamedArtefact>& artefacts);
   // Encodes `out_` as a frame into the control queue and wakes the writer.
   bool QueueControl(nodefl_wire_Envelope& env);
   // Error frame, log line, then close once everything queued is written.

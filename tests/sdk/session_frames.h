@@ -1,0 +1,48 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// What the scripted servers of the role tests do with a DeviceSession's
+// bytes: frame envelopes to it, and read back the envelopes it wrote.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nodefl/device/device_session.h"
+#include "nodefl/wire/envelope_codec.h"
+#include "nodefl/wire/frame.h"
+#include "nodefl/wire/limits.h"
+
+namespace nodefl::testing {
+
+// `e` as a frame of the current protocol version with sequence number `seq`.
+inline std::vector<uint8_t> FrameTo(nodefl_wire_Envelope e, uint64_t seq) {
+  e.version = wire::kProtocolVersion;
+  e.seq = seq;
+  std::vector<uint8_t> out(wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes);
+  Result<size_t> n = wire::EncodeFrame(e, out);
+  EXPECT_TRUE(n.ok());
+  out.resize(n.ok() ? *n : 0);
+  return out;
+}
+
+// Hands every envelope the session has written to `handle(envelope)`, then
+// consumes its output.
+template <typename Handle>
+void DrainSessionOutput(device::DeviceSession& session, Handle handle) {
+  const ConstByteSpan bytes = session.PendingOutput();
+  size_t pos = 0;
+  auto e = std::make_unique<nodefl_wire_Envelope>();
+  while (pos + wire::kFrameHeaderBytes <= bytes.size()) {
+    const size_t len = (size_t{bytes[pos]} << 24) | (size_t{bytes[pos + 1]} << 16) | (size_t{bytes[pos + 2]} << 8) |
+                       bytes[pos + 3];
+    EXPECT_TRUE(wire::DecodeEnvelope(bytes.subspan(pos + wire::kFrameHeaderBytes, len), e.get()).ok());
+    handle(*e);
+    pos += wire::kFrameHeaderBytes + len;
+  }
+  session.ConsumeOutput(bytes.size());
+}
+
+}  // namespace nodefl::testing
