@@ -118,7 +118,7 @@ void JobRunner::Tick() {
 
 void JobRunner::StartJob(std::vector<uint32_t> participants) {
   started_ = true;
-  stages_ = jobs::JobStages(ctx_.config.job);
+  stages_ = jobs::JobStages(ctx_.config);
   stage_ = 0;
   plan_succeeded_ = true;
   StartStage(std::move(participants), nullptr);
