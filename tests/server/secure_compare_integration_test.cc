@@ -196,8 +196,10 @@ TEST_P(SecureCompareFleetTest, GreedyInitialisationEqualsThePlaintextRule) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Datasets, SecureCompareFleetTest,
-                         ::testing::Values(Case{"karate", "base", 60}, Case{"karate", "extension", 60},
-                                           Case{"karate", "base", 60, "directory"}, Case{"lastfm", "base", 900}),
+                         // Timeouts are caps for a loaded machine, not expected times
+X
+                         ::testing::Values(Case{"karate", "base", 120}, Case{"karate", "extension", 240},
+                                           Case{"karate", "base", 120, "directory"}, Case{"lastfm", "base", 900}),
                          [](const ::testing::TestParamInfo<Case>& param_info) {
                            return std::string(param_info.param.dataset) + "_" + param_info.param.mode +
                                   (std::string(param_info.param.peer_keys) == "directory" ? "_directory" : "");
