@@ -12,11 +12,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 
 #include "nodefl/dataset/graph_dataset.h"
 #include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/fedwalk/histogram_format.h"
 #include "nodefl/server/fedwalk/hct_pipeline.h"
 #include "nodefl/server/fedwalk/hct_simulation.h"
 #include "nodefl/server/fedwalk/histogram_plan.h"
@@ -36,6 +39,7 @@ struct Options {
   std::string graph;
   std::string output;
   std::string walks_out;
+  std::string partition_tsv;
   HistogramPlanOptions plan;
   HistogramWalkOptions walks;
   SkipGramOptions skipgram;
@@ -67,6 +71,10 @@ void Usage(std::FILE* out) {
                "                       (default 0.5)\n"
                "  --tree-epsilon E     tree: epsilon of the HCT job's two releases, half each,\n"
                "                       part of the total (default 2)\n"
+               "  --partition-tsv FILE random: use this public partition instead ('vertex<TAB>cluster'\n"
+               "                       lines, the first line of a vertex counts; a labels.tsv works,\n"
+               "                       which gives an oracle community partition for what-if runs);\n"
+               "                       vertices it does not list take no part\n"
                "  --rule R             walk rule: reciprocal (default) or direct\n"
                "  --min-count K        cells below K are treated as empty (default 1)\n"
                "  --gamma G            walks per vertex (default 80)\n"
@@ -113,6 +121,8 @@ bool Parse(int argc, char** argv, Options* o) {
       o->graph = v;
     } else if (arg == "--output") {
       o->output = v;
+    } else if (arg == "--partition-tsv") {
+      o->partition_tsv = v;
     } else if (arg == "--walks-out") {
       o->walks_out = v;
     } else if (arg == "--epsilon") {
@@ -165,6 +175,35 @@ bool Parse(int argc, char** argv, Options* o) {
 
 double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// A public partition from 'vertex<TAB>cluster' lines; *clusters = largest
+// cluster id + 1. std::nullopt and *error for a bad line or id.
+std::optional<std::vector<uint16_t>> ReadPartitionTsv(const std::string& path, uint32_t n, uint32_t* clusters,
+                                                      std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = path + ": cannot open";
+    return std::nullopt;
+  }
+  std::vector<uint16_t> partition(n, nodefl::fedwalk::kAbsentCluster);
+  std::string line;
+  uint64_t number = 0;
+  *clusters = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    uint64_t v = 0, c = 0;
+    if (!(fields >> v >> c) || v >= n || c >= nodefl::fedwalk::kMaxClusters) {
+      *error = path + ":" + std::to_string(number) + ": expected 'vertex<TAB>cluster' with vertex < " +
+               std::to_string(n) + " and cluster < 65535";
+      return std::nullopt;
+    }
+    if (partition[v] == nodefl::fedwalk::kAbsentCluster) partition[v] = static_cast<uint16_t>(c);
+    *clusters = std::max<uint32_t>(*clusters, static_cast<uint32_t>(c) + 1);
+  }
+  return partition;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -184,7 +223,7 @@ int main(int argc, char** argv) {
                          g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
   }
   std::string error;
-  const std::optional<std::vector<PlannedRelease>> plan = PlanReleases(o.plan, g.num_nodes, &error);
+  std::optional<std::vector<PlannedRelease>> plan = PlanReleases(o.plan, g.num_nodes, &error);
   if (!plan) {
     std::fprintf(stderr, "nodefl-histogram-bench: %s\n", error.c_str());
     return 2;
@@ -227,6 +266,15 @@ int main(int argc, char** argv) {
       partition = CutTreeIntoClusters(*tree.tree, g.num_nodes, p.clusters);
       refine_s += SecondsSince(t0);
       t0 = Clock::now();
+    } else if (r == 0 && !o.partition_tsv.empty()) {
+      uint32_t clusters = 0;
+      auto given = ReadPartitionTsv(o.partition_tsv, g.num_nodes, &clusters, &error);
+      if (!given) {
+        std::fprintf(stderr, "nodefl-histogram-bench: %s\n", error.c_str());
+        return 2;
+      }
+      partition = std::move(*given);
+      (*plan)[0].clusters = clusters;
     } else if (r == 0) {
       partition = RandomClusterPartition(everyone, g.num_nodes, p.clusters, o.seed + r);
     } else {
