@@ -14,13 +14,15 @@
 #   --seeds "S ..."       seeds; each (graph, epsilon) is run once per seed and
 #                         the F1s averaged (default "1")
 #   --shuffles N          DeepWalk-protocol shuffles (default 5)
+#   --ratios R,...        training ratios (default 0.1,0.5,0.9; the gap column
+#                         needs 0.5)
 #   --build-dir DIR       where the binaries are built (default build/host)
 #   --no-build            use the binaries already there
 #   --out DIR             embeddings and scores (default build/bench/strict-fedwalk)
 #   -- BENCH-ARGS         passed to nodefl-histogram-bench (e.g. --partition refined
 #                         --clusters 256, or --rule direct)
-# Prints one table per graph: epsilon, Micro-F1 and Macro-F1 at training
-# ratios 0.1 / 0.5 / 0.9, and the Micro-F1 gap to DeepWalk at 0.5.
+# Prints one table per graph: epsilon, Micro-F1 and Macro-F1 at each
+# training ratio, and the Micro-F1 gap to DeepWalk at 0.5.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -29,6 +31,7 @@ epsilons="1 2 4 8"
 gamma=80
 seeds="1"
 shuffles=5
+ratios=0.1,0.5,0.9
 build_dir=build/host
 build=1
 out=build/bench/strict-fedwalk
@@ -40,11 +43,12 @@ while [[ $# -gt 0 ]]; do
     --gamma) gamma=$2; shift 2 ;;
     --seeds) seeds=$2; shift 2 ;;
     --shuffles) shuffles=$2; shift 2 ;;
+    --ratios) ratios=$2; shift 2 ;;
     --build-dir) build_dir=$2; shift 2 ;;
     --no-build) build=0; shift ;;
     --out) out=$2; shift 2 ;;
     --) shift; bench_args=("$@"); break ;;
-    -h|--help) sed -n '2,24s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,26s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "strict-fedwalk-sweep.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -62,18 +66,24 @@ bench=$build_dir/server/fedwalk/nodefl-histogram-bench
 deepwalk=$build_dir/server/fedwalk/deepwalk/nodefl-deepwalk
 mkdir -p "$out"
 
-# score EMB LABELS JSON: the DeepWalk protocol at 0.1 / 0.5 / 0.9.
+[[ ,$ratios, == *,0.5,* ]] || { echo "strict-fedwalk-sweep.sh: --ratios must include 0.5" >&2; exit 2; }
+# score EMB LABELS JSON: the DeepWalk protocol at the training ratios.
 score() {
-  $python server/tools/score_embeddings.py --embeddings "$1" --labels "$2" --ratios 0.1,0.5,0.9 \
+  $python server/tools/score_embeddings.py --embeddings "$1" --labels "$2" --ratios "$ratios" \
     --shuffles "$shuffles" --json "$3" >/dev/null 2>&1
 }
-# f1s JSON...: "mi0.1 mi0.5 mi0.9 ma0.1 ma0.5 ma0.9", averaged over the files.
+# f1s JSON...: Micro-F1 per ratio joined by " / ", then Macro-F1 the same
+# way, then Micro-F1 at 0.5 (tab-separated); averaged over the files (seeds).
 f1s() {
   $python - "$@" <<'EOF'
 import json, sys
 rows = [json.load(open(p))["results"] for p in sys.argv[1:]]
 avg = lambda key, i: sum(r[i][key] for r in rows) / len(rows)
-print(" ".join("%.4f" % avg(k, i) for k in ("micro_f1_mean", "macro_f1_mean") for i in range(3)))
+n = len(rows[0])
+half = [i for i in range(n) if abs(rows[0][i]["ratio"] - 0.5) < 1e-9][0]
+print("\t".join([" / ".join("%.4f" % avg("micro_f1_mean", i) for i in range(n)),
+                 " / ".join("%.4f" % avg("macro_f1_mean", i) for i in range(n)),
+                 "%.4f" % avg("micro_f1_mean", half)]))
 EOF
 }
 
@@ -86,7 +96,7 @@ for g in $graphs; do
     score "$out/$name-deepwalk-$s.w2v" "$g/labels.tsv" "$out/$name-deepwalk-$s.json"
     dw_json+=("$out/$name-deepwalk-$s.json")
   done
-  read -r dmi1 dmi5 dmi9 dma1 dma5 dma9 < <(f1s "${dw_json[@]}")
+  IFS=$'\t' read -r dmi dma dmi5 < <(f1s "${dw_json[@]}")
   rows=()
   for e in $epsilons; do
     echo "== $name: strict FedWalk, total epsilon $e per device" >&2
@@ -98,19 +108,18 @@ for g in $graphs; do
       score "$out/$tag.w2v" "$g/labels.tsv" "$out/$tag.json"
       js+=("$out/$tag.json")
     done
-    read -r mi1 mi5 mi9 ma1 ma5 ma9 < <(f1s "${js[@]}")
+    IFS=$'\t' read -r mi ma mi5 < <(f1s "${js[@]}")
     clusters=$(grep -o 'clusters=[0-9]*' "$out/$name-strict-e$e-${seeds%% *}.txt" | head -1 | cut -d= -f2)
     edge=$(grep -o 'epsilon_per_edge_vs_server=[0-9.e+-]*' "$out/$name-strict-e$e-${seeds%% *}.txt" | cut -d= -f2)
     gap=$($python -c "print('%+.3f' % ($mi5 - $dmi5))")
-    rows+=("$(printf '%-26s %8s %9.4g  %6s / %6s / %6s  %6s / %6s / %6s  %7s' "strict, epsilon $e" "$clusters" \
-      "$edge" "$mi1" "$mi5" "$mi9" "$ma1" "$ma5" "$ma9" "$gap")")
+    rows+=("$(printf '%-26s %8s %9.4g  %-24s  %-24s  %7s' "strict, epsilon $e" "$clusters" "$edge" "$mi" "$ma" \
+      "$gap")")
   done
   echo
   echo "== $name (gamma $gamma, l 40, w 10, d 128; DeepWalk protocol, $shuffles shuffles; seeds $seeds)"
-  printf '%-26s %8s %9s  %-24s  %-24s  %7s\n' "" clusters "per edge" "Micro-F1 0.1 / 0.5 / 0.9" \
-    "Macro-F1 0.1 / 0.5 / 0.9" "gap 0.5"
-  printf '%-26s %8s %9s  %6s / %6s / %6s  %6s / %6s / %6s  %7s\n' "centralized DeepWalk" "-" "-" \
-    "$dmi1" "$dmi5" "$dmi9" "$dma1" "$dma5" "$dma9" "0"
+  printf '%-26s %8s %9s  %-24s  %-24s  %7s\n' "" clusters "per edge" "Micro-F1 at ${ratios//,/ \/ }" \
+    "Macro-F1" "gap 0.5"
+  printf '%-26s %8s %9s  %-24s  %-24s  %7s\n' "centralized DeepWalk" "-" "-" "$dmi" "$dma" "0"
   for r in "${rows[@]}"; do echo "$r"; done
 done
 echo

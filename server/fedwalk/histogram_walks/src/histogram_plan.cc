@@ -46,7 +46,12 @@ std::optional<std::vector<PlannedRelease>> PlanReleases(const HistogramPlanOptio
   if (!(o.first_share > 0 && o.first_share < 1)) return fail("the first release's share must be in (0, 1)");
   const double e1 = o.total_epsilon * o.first_share;
   const double e2 = o.total_epsilon - e1;
-  plan.push_back({o.first_clusters != 0 ? o.first_clusters : DefaultClusters(e1, vertices), e1});
+  // The refinement's spectral step works on a dense n x C0 matrix and a
+  // C0 x C0 eigenproblem: the default first round stops at 1024 clusters.
+  constexpr uint32_t kDefaultMaxFirstClusters = 1024;
+  plan.push_back({o.first_clusters != 0 ? o.first_clusters
+                                        : std::min(DefaultClusters(e1, vertices), kDefaultMaxFirstClusters),
+                  e1});
   plan.push_back({o.clusters != 0 ? o.clusters : DefaultClusters(e2, vertices), e2});
   return plan;
 }

@@ -27,7 +27,7 @@ struct HistogramPlanOptions {
   double total_epsilon = 8.0;  // per device, over all its releases
   PartitionScheme scheme = PartitionScheme::kRandom;
   uint32_t clusters = 0;        // of the last release; 0: DefaultClusters
-  uint32_t first_clusters = 0;  // kRefined: of the random first release; 0: DefaultClusters of its epsilon
+  uint32_t first_clusters = 0;  // kRefined: of the random first release; 0: DefaultClusters, at most 1024
   double first_share = 0.5;     // kRefined: share of total_epsilon spent on the first release
   double tree_epsilon = 2.0;    // kTreeCut: what the HCT job's two releases cost (part of the total)
 };
