@@ -50,7 +50,7 @@
 // JobReport.expected/received stay 0 (they would reveal the degree).
 //
 // Memory: HistogramStorage (8 bytes per neighbour, 4 per cluster cell) plus
-// about 0.6 KiB in the object. No heap; the upload is produced on the fly
+// about 550 bytes in the object. No heap; the upload is produced on the fly
 // from the stored cells (streaming_upload.h).
 #pragma once
 
