@@ -2,6 +2,7 @@
 //
 // MeasureEncoderRows: the walk encoder's (epsilon, delta) over the rows a
 // device holds, computed exactly from the Q31 alias tables.
+#include "nodefl/fedwalk/codebook_sampling.h"
 #include "nodefl/fedwalk/encoder_cost.h"
 
 #include <gtest/gtest.h>

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "fedwalk_test_artefacts.h"
+#include "nodefl/fedwalk/codebook_sampling.h"
 #include "nodefl/fedwalk/hct_format.h"
 #include "nodefl/fedwalk/hct_storage.h"
 #include "nodefl/fedwalk/tree_index.h"

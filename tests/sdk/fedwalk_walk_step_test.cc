@@ -7,6 +7,7 @@
 // (binomial bound), and the number of device-to-device messages per walk
 // has Theorem 4.2's mean (Eq. 19) within a bound derived from its exact
 // variance.
+#include "nodefl/fedwalk/codebook_sampling.h"
 #include "nodefl/fedwalk/walk_step.h"
 
 #include <gtest/gtest.h>

@@ -63,27 +63,4 @@ uint32_t HistogramBucket(double value, uint32_t buckets) {
   return b < buckets ? b : buckets - 1;
 }
 
-double HistogramEmd(const int32_t* a, const int32_t* b, uint32_t bins, uint32_t buckets) {
-  double total = 0;
-  for (uint32_t i = 0; i < bins; ++i) {
-    int64_t cumulative = 0;
-    for (uint32_t j = 0; j < buckets; ++j) {
-      cumulative += int64_t{a[i * buckets + j]} - int64_t{b[i * buckets + j]};
-      total += static_cast<double>(cumulative < 0 ? -cumulative : cumulative);
-    }
-  }
-  return total;
-}
-
-Result<uint32_t> SampleCodebookRow(Span<const CodebookEntry> row, Drbg& rng) {
-  if (row.empty()) return Status::FailedPrecondition();
-  const uint64_t i = rng.UniformBelow(row.size());
-  const uint32_t coin = rng.NextU32() >> 1;  // uniform in [0, 2^31)
-  NODEFL_TRY(rng.status());
-  const CodebookEntry& e = row[static_cast<size_t>(i)];
-  if (coin < e.accept_q31) return e.vertex;
-  if (e.alias >= row.size()) return Status::DataLoss();
-  return row[e.alias].vertex;
-}
-
 }  // namespace nodefl::fedwalk

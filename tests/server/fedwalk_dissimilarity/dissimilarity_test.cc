@@ -5,6 +5,8 @@
 // earth mover's distance it claims to be.
 #include <gtest/gtest.h>
 
+#include "nodefl/server/fedwalk/histogram_emd.h"
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -62,7 +64,7 @@ TEST(DissimilarityTest, AllPairsHistogramEmdMatchesPairwiseEmd) {
   for (uint32_t i = 0; i < 41; ++i) {
     for (uint32_t j = i + 1; j < 41; ++j) {
       // Integer-valued and far below 2^24: exact in float.
-      EXPECT_EQ(one.at(i, j), nodefl::fedwalk::HistogramEmd(store.histogram(i), store.histogram(j), 5, 16));
+      EXPECT_EQ(one.at(i, j), nodefl::server::fedwalk::HistogramEmd(store.histogram(i), store.histogram(j), 5, 16));
     }
   }
 }

@@ -3,6 +3,7 @@
 // The Eq. 12 codebook against probabilities computed here from the matrix
 // and the naive LCA counts: sampling through the device's alias sampler,
 // the top-K choice, the truncated mass and the alias tables themselves.
+#include "nodefl/fedwalk/codebook_sampling.h"
 #include "nodefl/server/fedwalk/codebook.h"
 
 #include <gtest/gtest.h>

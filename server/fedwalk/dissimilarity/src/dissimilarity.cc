@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/server/fedwalk/histogram_emd.h"
 #include "nodefl/server/fedwalk/pair_chunks.h"
 
 namespace nodefl::server::fedwalk {
@@ -32,7 +33,7 @@ void ComputeChunk(const FeatureStore& features, const PairChunk& chunk, DtwWorks
     const int32_t* row = features.histogram(chunk.row);
     for (uint32_t j = chunk.first; j < chunk.end; ++j) {
       *out++ = static_cast<float>(
-          nodefl::fedwalk::HistogramEmd(row, features.histogram(j), features.bins(), features.buckets()));
+          HistogramEmd(row, features.histogram(j), features.bins(), features.buckets()));
     }
   }
 }
@@ -43,7 +44,7 @@ double PairDissimilarity(const FeatureStore& features, uint32_t u, uint32_t v, D
   if (features.kind() == FeatureStore::Kind::kOrderedMatrices) {
     return DtwL1(features.matrix(u), features.matrix(v), workspace);
   }
-  return nodefl::fedwalk::HistogramEmd(features.histogram(u), features.histogram(v), features.bins(),
+  return HistogramEmd(features.histogram(u), features.histogram(v), features.bins(),
                                        features.buckets());
 }
 

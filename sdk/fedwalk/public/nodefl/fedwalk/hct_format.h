@@ -43,7 +43,6 @@
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
 #include "nodefl/privacy/privacy_mode.h"
-#include "nodefl/random/drbg.h"
 
 namespace nodefl::fedwalk {
 
@@ -114,25 +113,12 @@ inline constexpr uint32_t kAbsentVertex = 0xFFFFFFFFu;
 // histogram reveals nothing about the bucket edges. NaN goes to bucket 0.
 uint32_t HistogramBucket(double value, uint32_t buckets);
 
-// Strict-mode dissimilarity between two noised histograms (bins x buckets,
-// row-major): per bin, the 1-D earth mover's distance between the two count
-// profiles with unit ground distance between adjacent buckets, computed as
-// the L1 distance between their cumulative sums over all buckets (the last
-// term charges a difference in total mass, i.e. in degree). Summed over
-// bins. Symmetric, zero on equal inputs, satisfies the triangle inequality.
-double HistogramEmd(const int32_t* a, const int32_t* b, uint32_t bins, uint32_t buckets);
-
 // One entry of a codebook row as stored by a device.
 struct CodebookEntry {
   uint32_t vertex = 0;
   uint32_t accept_q31 = 0;  // accept this entry with probability accept/2^31
   uint32_t alias = 0;       // else take entries[alias]
 };
-
-// Draws an encoded vertex from a row's alias table (Eq. 12, restricted to
-// the row's top-K and renormalised). kFailedPrecondition for an empty row,
-// kDataLoss for an alias index out of range, the DRBG's error if it failed.
-Result<uint32_t> SampleCodebookRow(Span<const CodebookEntry> row, Drbg& rng);
 
 // Size of the kTree artefact for `leaves` leaves.
 constexpr uint64_t TreeArtefactBytes(uint64_t leaves) {

@@ -19,6 +19,7 @@
 
 #include "nodefl/core/result.h"
 #include "nodefl/core/span.h"
+#include "nodefl/fedwalk/codebook_sampling.h"
 #include "nodefl/fedwalk/hct_format.h"
 #include "nodefl/fedwalk/hct_storage.h"
 #include "nodefl/fedwalk/tree_index.h"

@@ -3,9 +3,8 @@
 // The server's all-pairs dissimilarity pass (seed 000_e325fe6286b1aaed.txt,
 // Alg. 2 line 13): every pair of vertices in a FeatureStore, on several
 // threads, straight into a float32 CondensedMatrix. The metric follows the
-// store: DtwL1 for ordered degree matrices (paper mode), HistogramEmd from
-// hct_format.h for histograms (strict mode; the same function the device
-// side links, so both agree on the metric).
+// store: DtwL1 for ordered degree matrices (paper mode), HistogramEmd
+// (histogram_emd.h) for the strict HCT job's noised histograms.
 #pragma once
 
 #include <cstdint>
