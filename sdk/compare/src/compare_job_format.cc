@@ -1,7 +1,6 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/compare/compare_job_format.h"
 
-#include "nodefl/compare/comparison_plan.h"
 #include "nodefl/core/little_endian.h"
 
 namespace nodefl::compare {
@@ -24,7 +23,9 @@ Result<CompareJobParameters> DecodeCompareParameters(ConstByteSpan bytes) {
   const uint8_t* q = bytes.data() + kCompareSaltBytes;
   p.width = q[0];
   p.digit_bits = q[1];
-  if (!PlanComparison(p.width, p.digit_bits).ok()) return Status::InvalidArgument();
+  if (p.width < 1 || p.width > kMaxCompareWidth || p.digit_bits > kMaxCompareDigitBits) {
+    return Status::InvalidArgument();
+  }
   if (q[2] > static_cast<uint8_t>(OtMode::kExtension)) return Status::InvalidArgument();
   p.mode = static_cast<OtMode>(q[2]);
   if (q[3] != static_cast<uint8_t>(CompareValue::kLogDegree) && q[3] != static_cast<uint8_t>(CompareValue::kDegree)) {

@@ -33,13 +33,25 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "nodefl/compare/comparison_schedule.h"
 #include "nodefl/core/result.h"
 #include "nodefl/core/span.h"
 
 namespace nodefl::compare {
 
 inline constexpr size_t kCompareSaltBytes = 16;
+// Bounds of the values compared and of the digits the protocol splits them
+// into (comparison_plan.h picks a plan within them).
+inline constexpr uint32_t kMaxCompareWidth = 32;
+inline constexpr uint32_t kMaxCompareDigitBits = 8;
+
+// Which party of a session a device is: A holds x (and asked for the
+// session), B holds y.
+enum class Role : uint8_t { kA, kB };
+// How the oblivious transfers are made. kExtension is IKNP without the
+// KOS15 consistency check (ot/iknp.h): B is the extension's receiver, so A's
+// input is protected only from a B that follows the protocol (semi-honest);
+// a deviating B can learn A's digits.
+enum class OtMode : uint8_t { kBase, kExtension };
 
 // What a device compares.
 enum class CompareValue : uint8_t {

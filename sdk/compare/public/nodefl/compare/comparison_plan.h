@@ -20,12 +20,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nodefl/compare/compare_job_format.h"
 #include "nodefl/core/result.h"
 
 namespace nodefl::compare {
 
-inline constexpr uint32_t kMaxWidth = 32;
-inline constexpr uint32_t kMaxDigitBits = 8;
+inline constexpr uint32_t kMaxWidth = kMaxCompareWidth;          // the contract's bounds
+inline constexpr uint32_t kMaxDigitBits = kMaxCompareDigitBits;
 inline constexpr uint32_t kMaxDigits = 32;
 inline constexpr uint32_t kMaxDepth = 5;    // ceil(log2(kMaxDigits))
 inline constexpr uint32_t kMaxAnds = 2 * (kMaxDigits - 1);

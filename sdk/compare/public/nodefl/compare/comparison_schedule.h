@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nodefl/compare/compare_job_format.h"
 #include "nodefl/compare/comparison_plan.h"
 #include "nodefl/core/status.h"
 
@@ -44,12 +45,6 @@ enum class MessageType : uint8_t {
   kOutput = 6,      // output shares of comparisons first.., with a transcript tag
   kAbort = 7,       // the sender gave up; no payload
 };
-
-enum class Role : uint8_t { kA, kB };
-// kExtension is IKNP without the KOS15 consistency check (ot/iknp.h): B is
-// the extension's receiver, so A's input is protected only from a B that
-// follows the protocol (semi-honest); a deviating B can learn A's digits.
-enum class OtMode : uint8_t { kBase, kExtension };
 
 struct RunShape {
   ComparisonPlan plan;
