@@ -12,13 +12,13 @@
 
 #include "nodefl/platform/host_platform.h"
 #include "nodefl/tls/rng.h"
-#include "nodefl/wire/limits.h"
+#include "nodefl/protocol/limits.h"
 
 namespace nodefl::emulator {
 namespace {
 
 constexpr size_t kPlaintextChunk = 4096;
-constexpr size_t kMaxFrame = wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes;
+constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
 // Room for several frames, so a role can send a batch of sealed messages per
 // poll without waiting for the socket.
 constexpr size_t kOutputFrames = 4;

@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "heap_counter.h"
-#include "nodefl/wire/envelope_codec.h"
-#include "nodefl/wire/frame.h"
+#include "nodefl/protocol/envelope_codec.h"
+#include "nodefl/protocol/frame.h"
 
 namespace nodefl::device {
 namespace {
 
-constexpr size_t kMaxFrame = wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes;
+constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
 
 // Records what the session hands it; sends one RelaySend per JobStart.
 class RecordingRole final : public Role {
@@ -52,10 +52,10 @@ class RecordingRole final : public Role {
 class ScriptedServer {
  public:
   std::vector<uint8_t> Frame(nodefl_wire_Envelope env) {
-    env.version = wire::kProtocolVersion;
+    env.version = protocol::kProtocolVersion;
     if (env.seq == 0) env.seq = next_seq_++;
     std::vector<uint8_t> out(kMaxFrame);
-    Result<size_t> n = wire::EncodeFrame(env, out);
+    Result<size_t> n = protocol::EncodeFrame(env, out);
     EXPECT_TRUE(n.ok());
     out.resize(n.ok() ? *n : 0);
     return out;
@@ -98,7 +98,7 @@ class ScriptedServer {
       const size_t len = (size_t{bytes[pos]} << 24) | (size_t{bytes[pos + 1]} << 16) |
                          (size_t{bytes[pos + 2]} << 8) | bytes[pos + 3];
       nodefl_wire_Envelope e;
-      EXPECT_TRUE(wire::DecodeEnvelope(bytes.subspan(pos + 4, len), &e).ok());
+      EXPECT_TRUE(protocol::DecodeEnvelope(bytes.subspan(pos + 4, len), &e).ok());
       out.push_back(e);
       pos += 4 + len;
     }
@@ -261,7 +261,7 @@ TEST(DeviceSessionTest, ServerErrorIsReportedWithItsCode) {
   Fixture f;
   f.Register();
   nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-  wire::InitError(&e, StatusCode::kPermissionDenied, "device id does not match certificate", 0, 0);
+  protocol::InitError(&e, StatusCode::kPermissionDenied, "device id does not match certificate", 0, 0);
   EXPECT_EQ(f.Feed(f.server.Frame(e)), Status::PermissionDenied());
   EXPECT_STREQ(f.session.last_error(), "device id does not match certificate");
 }

@@ -23,9 +23,9 @@
 #include "nodefl/roles/neighbour_echo.h"
 #include "nodefl/seal/seal.h"
 #include "nodefl/tls/rng.h"
-#include "nodefl/wire/envelope_codec.h"
-#include "nodefl/wire/frame.h"
-#include "nodefl/wire/peer_directory.h"
+#include "nodefl/protocol/envelope_codec.h"
+#include "nodefl/protocol/frame.h"
+#include "nodefl/protocol/peer_directory.h"
 #include "session_frames.h"
 #include "test_pki.h"
 
@@ -38,7 +38,7 @@ using device::SessionOptions;
 using ::nodefl::testing::TestIdentity;
 using ::nodefl::testing::TestPki;
 
-constexpr size_t kMaxFrame = wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes;
+constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
 
 TestPki& Pki() {
   static TestPki* pki = new TestPki(47);
@@ -180,17 +180,17 @@ class Server {
   void SendDirectory(uint64_t job, const std::set<uint32_t>& listed = {}) {
     std::vector<uint8_t> bytes(4);
     uint32_t count = 0;
-    std::vector<uint8_t> entry(wire::kMaxPeerDirectoryEntryBytes);
+    std::vector<uint8_t> entry(protocol::kMaxPeerDirectoryEntryBytes);
     for (const auto& [id, key] : announced_) {
       if (!listed.empty() && listed.count(id) == 0) continue;
       size_t n = 0;
-      EXPECT_TRUE(wire::EncodePeerDirectoryEntry(id, IdentityOf(id).certificate_der, key, entry, &n).ok());
+      EXPECT_TRUE(protocol::EncodePeerDirectoryEntry(id, IdentityOf(id).certificate_der, key, entry, &n).ok());
       bytes.insert(bytes.end(), entry.begin(), entry.begin() + static_cast<std::ptrdiff_t>(n));
       ++count;
     }
     StoreU32Le(count, bytes.data());
     for (auto& [id, d] : devices_) {
-      wire::ChunkSender sender(bytes, ++transfer_ids_, wire::kPeerDirectoryArtefact, 500);
+      protocol::ChunkSender sender(bytes, ++transfer_ids_, protocol::kPeerDirectoryArtefact, 500);
       auto h = Envelope(nodefl_wire_Envelope_chunk_header_tag, job, 1);
       EXPECT_TRUE(sender.MakeHeader(&h.body.chunk_header).ok());
       inbox_[id].push_back(Frame(id, h));

@@ -10,7 +10,7 @@
 
 #include "fedwalk_test_artefacts.h"
 #include "heap_counter.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/privacy/discrete_laplace.h"
 #include "stat_util.h"
 

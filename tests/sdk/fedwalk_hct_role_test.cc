@@ -1,10 +1,10 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // FedWalkHctRole end to end, in process: a scripted server encodes Welcome,
-// JobStart and chunked artefacts (wire::ChunkSender over test-made bytes)
+// JobStart and chunked artefacts (protocol::ChunkSender over test-made bytes)
 // for a small graph, a real DeviceSession runs the role, and every frame the
 // device writes is decoded and checked; uploads are received with the
-// ordinary wire::ChunkReceiver, as the server does. Noise is reproduced
+// ordinary protocol::ChunkReceiver, as the server does. Noise is reproduced
 // independently from the deterministic DRBG seed.
 #include "nodefl/fedwalk/hct_role.h"
 
@@ -19,15 +19,15 @@
 #include "fedwalk_test_artefacts.h"
 #include "heap_counter.h"
 #include "nodefl/device/device_session.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/fedwalk/tree_index.h"
 #include "nodefl/fedwalk/walk_role.h"
 #include "nodefl/privacy/count_noise.h"
 #include "nodefl/privacy/discrete_laplace.h"
 #include "nodefl/fedwalk/degree_features.h"
-#include "nodefl/wire/chunk.h"
-#include "nodefl/wire/envelope_codec.h"
-#include "nodefl/wire/frame.h"
+#include "nodefl/protocol/chunk.h"
+#include "nodefl/protocol/envelope_codec.h"
+#include "nodefl/protocol/frame.h"
 #include "stat_util.h"
 
 namespace nodefl::fedwalk {
@@ -39,7 +39,7 @@ using device::SessionBuffers;
 using device::SessionOptions;
 using device::SessionState;
 
-constexpr size_t kMaxFrame = wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes;
+constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
 constexpr uint64_t kJob = 0x51;
 constexpr uint64_t kSeed = 777;
 
@@ -48,10 +48,10 @@ constexpr uint64_t kSeed = 777;
 class ScriptedServer {
  public:
   std::vector<uint8_t> Frame(nodefl_wire_Envelope env) {
-    env.version = wire::kProtocolVersion;
+    env.version = protocol::kProtocolVersion;
     env.seq = next_seq_++;
     std::vector<uint8_t> out(kMaxFrame);
-    Result<size_t> n = wire::EncodeFrame(env, out);
+    Result<size_t> n = protocol::EncodeFrame(env, out);
     EXPECT_TRUE(n.ok());
     out.resize(n.ok() ? *n : 0);
     return out;
@@ -83,7 +83,7 @@ class ScriptedServer {
   };
   Transfer Cut(HctArtefact kind, const std::vector<uint8_t>& bytes, size_t chunk_bytes) {
     Transfer t;
-    wire::ChunkSender sender(bytes, ++transfer_id_, static_cast<uint32_t>(kind), chunk_bytes);
+    protocol::ChunkSender sender(bytes, ++transfer_id_, static_cast<uint32_t>(kind), chunk_bytes);
     EXPECT_TRUE(sender.MakeHeader(&t.header).ok());
     auto chunk = std::make_unique<nodefl_wire_Chunk>();
     for (;;) {
@@ -124,7 +124,7 @@ class ScriptedServer {
   uint64_t transfer_id_ = 100;
 };
 
-// What the device sent, decoded: uploads received with wire::ChunkReceiver.
+// What the device sent, decoded: uploads received with protocol::ChunkReceiver.
 struct Collected {
   struct Upload {
     uint32_t round = 0;
@@ -180,7 +180,7 @@ struct Collected {
   // The connection broke: a server forgets the transfer in flight.
   void ConnectionLost() { receiver.Reset(); }
 
-  wire::ChunkReceiver receiver;
+  protocol::ChunkReceiver receiver;
 };
 
 std::vector<nodefl_wire_Envelope> ReadOutput(DeviceSession& s) {
@@ -191,7 +191,7 @@ std::vector<nodefl_wire_Envelope> ReadOutput(DeviceSession& s) {
   while (pos + 4 <= bytes.size()) {
     const size_t len = (size_t{bytes[pos]} << 24) | (size_t{bytes[pos + 1]} << 16) |
                        (size_t{bytes[pos + 2]} << 8) | bytes[pos + 3];
-    EXPECT_TRUE(wire::DecodeEnvelope(bytes.subspan(pos + 4, len), e.get()).ok());
+    EXPECT_TRUE(protocol::DecodeEnvelope(bytes.subspan(pos + 4, len), e.get()).ok());
     out.push_back(*e);
     pos += 4 + len;
   }

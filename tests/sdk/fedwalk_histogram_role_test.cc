@@ -3,7 +3,7 @@
 // FedWalkHistogramRole end to end, in process: a scripted server encodes
 // Welcome, JobStart and the chunked partition, a real DeviceSession runs
 // the role, and every frame the device writes is decoded; uploads are
-// received with the ordinary wire::ChunkReceiver, as the server does. The
+// received with the ordinary protocol::ChunkReceiver, as the server does. The
 // noise is reproduced independently from the deterministic DRBG seed.
 #include "nodefl/fedwalk/histogram_role.h"
 
@@ -16,10 +16,10 @@
 #include "heap_counter.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/fedwalk/cluster_histogram.h"
-#include "nodefl/fedwalk/histogram_format.h"
-#include "nodefl/wire/chunk.h"
-#include "nodefl/wire/envelope_codec.h"
-#include "nodefl/wire/frame.h"
+#include "nodefl/protocol/fedwalk/histogram_format.h"
+#include "nodefl/protocol/chunk.h"
+#include "nodefl/protocol/envelope_codec.h"
+#include "nodefl/protocol/frame.h"
 
 namespace nodefl::fedwalk {
 namespace {
@@ -29,7 +29,7 @@ using device::SessionBuffers;
 using device::SessionOptions;
 using device::SessionState;
 
-constexpr size_t kMaxFrame = wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes;
+constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
 constexpr uint64_t kJob = 0x61;
 constexpr uint64_t kSeed = 4242;
 
@@ -38,10 +38,10 @@ constexpr uint64_t kSeed = 4242;
 class ScriptedServer {
  public:
   std::vector<uint8_t> Frame(nodefl_wire_Envelope env) {
-    env.version = wire::kProtocolVersion;
+    env.version = protocol::kProtocolVersion;
     env.seq = next_seq_++;
     std::vector<uint8_t> out(kMaxFrame);
-    Result<size_t> n = wire::EncodeFrame(env, out);
+    Result<size_t> n = protocol::EncodeFrame(env, out);
     EXPECT_TRUE(n.ok());
     out.resize(n.ok() ? *n : 0);
     return out;
@@ -70,7 +70,7 @@ class ScriptedServer {
   }
   std::vector<std::vector<uint8_t>> Artefact(uint64_t job, uint32_t round, uint32_t kind,
                                              const std::vector<uint8_t>& bytes, size_t chunk_bytes) {
-    wire::ChunkSender sender(bytes, ++transfer_id_, kind, chunk_bytes);
+    protocol::ChunkSender sender(bytes, ++transfer_id_, kind, chunk_bytes);
     nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
     e.which_body = nodefl_wire_Envelope_chunk_header_tag;
     e.job_id = job;
@@ -107,7 +107,7 @@ struct Collected {
   std::vector<Upload> uploads;
   std::vector<std::pair<uint32_t, nodefl_wire_JobReport>> reports;
   size_t other_frames = 0;
-  wire::ChunkReceiver receiver;
+  protocol::ChunkReceiver receiver;
 
   Collected() : receiver(&Sink, this) {}
   static Status Sink(void* ctx, uint64_t offset, ConstByteSpan data) {
@@ -147,7 +147,7 @@ std::vector<nodefl_wire_Envelope> ReadOutput(DeviceSession& s) {
   while (pos + 4 <= bytes.size()) {
     const size_t len = (size_t{bytes[pos]} << 24) | (size_t{bytes[pos + 1]} << 16) |
                        (size_t{bytes[pos + 2]} << 8) | bytes[pos + 3];
-    EXPECT_TRUE(wire::DecodeEnvelope(bytes.subspan(pos + 4, len), e.get()).ok());
+    EXPECT_TRUE(protocol::DecodeEnvelope(bytes.subspan(pos + 4, len), e.get()).ok());
     out.push_back(*e);
     pos += 4 + len;
   }

@@ -14,7 +14,7 @@
 
 #include "heap_counter.h"
 #include "nodefl/fedwalk/cluster_histogram.h"
-#include "nodefl/fedwalk/histogram_format.h"
+#include "nodefl/protocol/fedwalk/histogram_format.h"
 #include "nodefl/fedwalk/partition_filter.h"
 #include "nodefl/privacy/discrete_laplace.h"
 #include "stat_util.h"

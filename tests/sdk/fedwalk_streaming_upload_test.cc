@@ -1,8 +1,8 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // StreamingChunkSender must be indistinguishable on the wire from
-// wire::ChunkSender over the materialised artefact, and the ordinary
-// wire::ChunkReceiver must accept what it sends.
+// protocol::ChunkSender over the materialised artefact, and the ordinary
+// protocol::ChunkReceiver must accept what it sends.
 #include "nodefl/fedwalk/streaming_upload.h"
 
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "heap_counter.h"
-#include "nodefl/wire/chunk.h"
+#include "nodefl/protocol/chunk.h"
 
 namespace nodefl::fedwalk {
 namespace {
@@ -58,16 +58,16 @@ struct Case {
 
 TEST(StreamingUploadTest, MatchesChunkSenderAndIsAcceptedByChunkReceiver) {
   const Case cases[] = {
-      {0, wire::kMaxChunkDataBytes, 16},         {1, wire::kMaxChunkDataBytes, 1},
-      {4095, wire::kMaxChunkDataBytes, 4096},   {4096, wire::kMaxChunkDataBytes, 13},
-      {4097, wire::kMaxChunkDataBytes, 4096},   {3 * 4096 + 17, 1000, 7},
-      {143'716, wire::kMaxChunkDataBytes, 4096}, {999, 7, 3},
+      {0, protocol::kMaxChunkDataBytes, 16},         {1, protocol::kMaxChunkDataBytes, 1},
+      {4095, protocol::kMaxChunkDataBytes, 4096},   {4096, protocol::kMaxChunkDataBytes, 13},
+      {4097, protocol::kMaxChunkDataBytes, 4096},   {3 * 4096 + 17, 1000, 7},
+      {143'716, protocol::kMaxChunkDataBytes, 4096}, {999, 7, 3},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message() << "size " << c.size << " chunk " << c.chunk_bytes << " scratch "
                                     << c.scratch_bytes);
     const std::vector<uint8_t> bytes = Materialise(c.size);
-    wire::ChunkSender reference(bytes, 77, 4, c.chunk_bytes);
+    protocol::ChunkSender reference(bytes, 77, 4, c.chunk_bytes);
     nodefl_wire_ChunkHeader expected_header;
     ASSERT_TRUE(reference.MakeHeader(&expected_header).ok());
 
@@ -89,7 +89,7 @@ TEST(StreamingUploadTest, MatchesChunkSenderAndIsAcceptedByChunkReceiver) {
         return Status::Ok();
       }
     } sink{&received};
-    wire::ChunkReceiver receiver(&Sink::Write, &sink);
+    protocol::ChunkReceiver receiver(&Sink::Write, &sink);
     ASSERT_TRUE(receiver.OnHeader(header).ok());
 
     nodefl_wire_Chunk mine, theirs;
@@ -116,7 +116,7 @@ TEST(StreamingUploadTest, ScratchMayBeTheHeadersOwnEnvelope) {
   // built in; the header must come out right regardless.
   const uint64_t size = 10'000;
   const std::vector<uint8_t> bytes = Materialise(size);
-  wire::ChunkSender reference(bytes, 5, 2);
+  protocol::ChunkSender reference(bytes, 5, 2);
   nodefl_wire_ChunkHeader expected;
   ASSERT_TRUE(reference.MakeHeader(&expected).ok());
 
@@ -157,7 +157,7 @@ TEST(StreamingUploadTest, RefusesBadConfiguration) {
             Status::InvalidArgument());  // transfer id 0
   EXPECT_EQ(StreamingChunkSender(10, &Generated::Produce, &gen, 1, 1, 0).MakeHeader(&h, scratch),
             Status::InvalidArgument());
-  EXPECT_EQ(StreamingChunkSender(10, &Generated::Produce, &gen, 1, 1, wire::kMaxChunkDataBytes + 1)
+  EXPECT_EQ(StreamingChunkSender(10, &Generated::Produce, &gen, 1, 1, protocol::kMaxChunkDataBytes + 1)
                 .MakeHeader(&h, scratch),
             Status::InvalidArgument());
   EXPECT_EQ(StreamingChunkSender(10, &Generated::Produce, &gen, 1, 1).MakeHeader(&h, ByteSpan()),
@@ -182,7 +182,7 @@ TEST(StreamingUploadTest, NonDeterministicProducerIsCaughtByTheReceiver) {
   uint8_t scratch[4096];
   nodefl_wire_ChunkHeader h;
   ASSERT_TRUE(sender.MakeHeader(&h, scratch).ok());
-  wire::ChunkReceiver receiver;
+  protocol::ChunkReceiver receiver;
   ASSERT_TRUE(receiver.OnHeader(h).ok());
   nodefl_wire_Chunk chunk;
   Status last = Status::Ok();

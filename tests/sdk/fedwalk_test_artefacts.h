@@ -11,7 +11,7 @@
 #include <limits>
 #include <vector>
 
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 
 namespace nodefl::fedwalk::testing {
 

@@ -4,7 +4,7 @@
 // JobData records round-trip, and every documented rejection happens. The
 // expected bytes are written out by hand from the documented layouts, so a
 // layout change cannot pass by changing encoder and decoder together.
-#include "nodefl/fedwalk/walk_format.h"
+#include "nodefl/protocol/fedwalk/walk_format.h"
 
 #include <gtest/gtest.h>
 

@@ -21,7 +21,7 @@
 
 #include "fedwalk_test_artefacts.h"
 #include "nodefl/fedwalk/codebook_sampling.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/fedwalk/hct_storage.h"
 #include "nodefl/fedwalk/tree_index.h"
 #include "nodefl/fedwalk/walk_step.h"

@@ -22,8 +22,8 @@
 #include "heap_counter.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/seal/seal.h"
-#include "nodefl/wire/envelope_codec.h"
-#include "nodefl/wire/frame.h"
+#include "nodefl/protocol/envelope_codec.h"
+#include "nodefl/protocol/frame.h"
 #include "session_frames.h"
 #include "test_pki.h"
 
@@ -38,7 +38,7 @@ using testing::WalkWorld;
 using ::nodefl::testing::TestIdentity;
 using ::nodefl::testing::TestPki;
 
-constexpr size_t kMaxFrame = wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes;
+constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
 constexpr uint64_t kJob = 0x77;
 constexpr double kEpsilonEach = 0.25;  // exact in binary: ledger sums compare exactly
 
@@ -302,7 +302,7 @@ class Server {
         break;
       }
       case nodefl_wire_Envelope_job_data_tag: {
-        const ConstByteSpan data = wire::BytesOf(e.body.job_data.data);
+        const ConstByteSpan data = protocol::BytesOf(e.body.job_data.data);
         if (e.body.job_data.kind == static_cast<uint32_t>(WalkRecord::kWalkResult)) {
           Result<WalkResultHeader> h = DecodeWalkResult(data);
           EXPECT_TRUE(h.ok());

@@ -20,7 +20,7 @@
 
 #include "fedwalk_test_artefacts.h"
 #include "heap_counter.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 
 namespace nodefl::fedwalk {
 namespace {

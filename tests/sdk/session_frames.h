@@ -11,18 +11,18 @@
 #include <vector>
 
 #include "nodefl/device/device_session.h"
-#include "nodefl/wire/envelope_codec.h"
-#include "nodefl/wire/frame.h"
-#include "nodefl/wire/limits.h"
+#include "nodefl/protocol/envelope_codec.h"
+#include "nodefl/protocol/frame.h"
+#include "nodefl/protocol/limits.h"
 
 namespace nodefl::testing {
 
 // `e` as a frame of the current protocol version with sequence number `seq`.
 inline std::vector<uint8_t> FrameTo(nodefl_wire_Envelope e, uint64_t seq) {
-  e.version = wire::kProtocolVersion;
+  e.version = protocol::kProtocolVersion;
   e.seq = seq;
-  std::vector<uint8_t> out(wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes);
-  Result<size_t> n = wire::EncodeFrame(e, out);
+  std::vector<uint8_t> out(protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes);
+  Result<size_t> n = protocol::EncodeFrame(e, out);
   EXPECT_TRUE(n.ok());
   out.resize(n.ok() ? *n : 0);
   return out;
@@ -35,12 +35,12 @@ void DrainSessionOutput(device::DeviceSession& session, Handle handle) {
   const ConstByteSpan bytes = session.PendingOutput();
   size_t pos = 0;
   auto e = std::make_unique<nodefl_wire_Envelope>();
-  while (pos + wire::kFrameHeaderBytes <= bytes.size()) {
+  while (pos + protocol::kFrameHeaderBytes <= bytes.size()) {
     const size_t len = (size_t{bytes[pos]} << 24) | (size_t{bytes[pos + 1]} << 16) | (size_t{bytes[pos + 2]} << 8) |
                        bytes[pos + 3];
-    EXPECT_TRUE(wire::DecodeEnvelope(bytes.subspan(pos + wire::kFrameHeaderBytes, len), e.get()).ok());
+    EXPECT_TRUE(protocol::DecodeEnvelope(bytes.subspan(pos + protocol::kFrameHeaderBytes, len), e.get()).ok());
     handle(*e);
-    pos += wire::kFrameHeaderBytes + len;
+    pos += protocol::kFrameHeaderBytes + len;
   }
   session.ConsumeOutput(bytes.size());
 }

@@ -15,7 +15,7 @@
 
 #include "nodefl/tls/device_identity.h"
 #include "nodefl/tls/errors.h"
-#include "nodefl/wire/limits.h"
+#include "nodefl/protocol/limits.h"
 #include "test_pki.h"
 
 namespace nodefl::tls {
@@ -69,9 +69,9 @@ TEST_F(TlsCredentialsTest, LoadsPemWithOrWithoutNulAndDer) {
 }
 
 TEST_F(TlsCredentialsTest, DeviceCertificateFitsThePeerCertificateMessage) {
-  EXPECT_LE(device_->certificate_der.size(), wire::kMaxCertificateDerBytes);
+  EXPECT_LE(device_->certificate_der.size(), protocol::kMaxCertificateDerBytes);
   const TestIdentity largest = pki_->Device(4294967295u);
-  EXPECT_LE(largest.certificate_der.size(), wire::kMaxCertificateDerBytes);
+  EXPECT_LE(largest.certificate_der.size(), protocol::kMaxCertificateDerBytes);
 }
 
 TEST_F(TlsCredentialsTest, RejectsBadInputAndLeavesNothingBehind) {

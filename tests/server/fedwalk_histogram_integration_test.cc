@@ -19,7 +19,7 @@
 
 #include "emulated_device.h"
 #include "nodefl/dataset/graph_dataset.h"
-#include "nodefl/fedwalk/histogram_format.h"
+#include "nodefl/protocol/fedwalk/histogram_format.h"
 #include "nodefl/server/fedwalk/skipgram_model.h"
 #include "transport_test_support.h"
 

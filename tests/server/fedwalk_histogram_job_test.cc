@@ -15,7 +15,7 @@
 
 #include "nodefl/core/little_endian.h"
 #include "nodefl/fedwalk/cluster_histogram.h"
-#include "nodefl/fedwalk/histogram_format.h"
+#include "nodefl/protocol/fedwalk/histogram_format.h"
 #include "nodefl/random/drbg.h"
 
 namespace nodefl::server::jobs {

@@ -29,8 +29,8 @@
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/seal/seal.h"
 #include "nodefl/tls/rng.h"
-#include "nodefl/wire/envelope_codec.h"
-#include "nodefl/wire/limits.h"
+#include "nodefl/protocol/envelope_codec.h"
+#include "nodefl/protocol/limits.h"
 #include "transport_test_support.h"
 
 namespace nodefl::transport_test {
@@ -43,9 +43,9 @@ using std::chrono::milliseconds;
 
 // A length prefix around `payload`, whatever it holds.
 std::vector<uint8_t> RawFrame(const std::vector<uint8_t>& payload) {
-  std::vector<uint8_t> frame(wire::kFrameHeaderBytes + payload.size());
-  wire::WriteFrameLength(static_cast<uint32_t>(payload.size()), ByteSpan(frame));
-  std::copy(payload.begin(), payload.end(), frame.begin() + wire::kFrameHeaderBytes);
+  std::vector<uint8_t> frame(protocol::kFrameHeaderBytes + payload.size());
+  protocol::WriteFrameLength(static_cast<uint32_t>(payload.size()), ByteSpan(frame));
+  std::copy(payload.begin(), payload.end(), frame.begin() + protocol::kFrameHeaderBytes);
   return frame;
 }
 
@@ -63,7 +63,7 @@ void AppendVarint(std::vector<uint8_t>& out, uint64_t v) {
 std::vector<uint8_t> EnvelopeWithUnknownField(uint32_t field_number, uint64_t seq) {
   std::vector<uint8_t> p;
   AppendVarint(p, (1u << 3) | 0);  // version
-  AppendVarint(p, wire::kProtocolVersion);
+  AppendVarint(p, protocol::kProtocolVersion);
   AppendVarint(p, (2u << 3) | 0);  // seq
   AppendVarint(p, seq);
   AppendVarint(p, (uint64_t{field_number} << 3) | 2);
@@ -76,7 +76,7 @@ std::vector<uint8_t> EnvelopeWithUnknownField(uint32_t field_number, uint64_t se
 std::vector<uint8_t> Bytes(std::string_view text) { return {text.begin(), text.end()}; }
 
 std::vector<uint8_t> BytesOf(const auto& field) {
-  const ConstByteSpan s = wire::BytesOf(field);
+  const ConstByteSpan s = protocol::BytesOf(field);
   return {s.begin(), s.end()};
 }
 
@@ -87,7 +87,7 @@ std::vector<uint8_t> BytesOf(const auto& field) {
 void ExpectRefused(RawClient& c, StatusCode code, uint64_t offending_seq) {
   std::unique_ptr<nodefl_wire_Envelope> e = c.Next();
   ASSERT_NE(e, nullptr) << "the connection ended without an Error frame";
-  ASSERT_EQ(e->which_body, nodefl_wire_Envelope_error_tag) << "got " << wire::BodyName(e->which_body);
+  ASSERT_EQ(e->which_body, nodefl_wire_Envelope_error_tag) << "got " << protocol::BodyName(e->which_body);
   EXPECT_EQ(e->body.error.code, static_cast<uint32_t>(code))
       << "got " << StatusCodeName(static_cast<StatusCode>(e->body.error.code)) << ": " << e->body.error.message;
   EXPECT_EQ(e->body.error.offending_seq, offending_seq);
@@ -104,7 +104,7 @@ void ExpectHeartbeatEcho(RawClient& c, uint64_t stamp) {
   ASSERT_TRUE(c.Send(*hb).ok());
   std::unique_ptr<nodefl_wire_Envelope> echo = c.Next();
   ASSERT_NE(echo, nullptr) << "no answer to a Heartbeat";
-  ASSERT_EQ(echo->which_body, nodefl_wire_Envelope_heartbeat_tag) << "got " << wire::BodyName(echo->which_body);
+  ASSERT_EQ(echo->which_body, nodefl_wire_Envelope_heartbeat_tag) << "got " << protocol::BodyName(echo->which_body);
   EXPECT_EQ(echo->body.heartbeat.sent_at_us, stamp);
   EXPECT_FALSE(c.closed());
 }
@@ -201,7 +201,7 @@ class TransportTest : public ::testing::Test {
       return nullptr;
     }
     EXPECT_FALSE(welcome->resumed);
-    EXPECT_EQ(welcome->resume_token.size, wire::kMaxResumeTokenBytes);
+    EXPECT_EQ(welcome->resume_token.size, protocol::kMaxResumeTokenBytes);
     return c;
   }
 
@@ -217,11 +217,11 @@ class TransportTest : public ::testing::Test {
     const std::vector<uint8_t> payload = Bytes("still relayed after a neighbour misbehaved");
     auto send = NewEnvelope(nodefl_wire_Envelope_relay_send_tag);
     send->body.relay_send.dst = bystander_id;
-    ASSERT_TRUE(wire::SetBytes(&send->body.relay_send.sealed, ConstByteSpan(payload)).ok());
+    ASSERT_TRUE(protocol::SetBytes(&send->body.relay_send.sealed, ConstByteSpan(payload)).ok());
     ASSERT_TRUE(sender->Send(*send).ok());
     std::unique_ptr<nodefl_wire_Envelope> got = bystander.Next();
     ASSERT_NE(got, nullptr) << "the relay message never reached the well-behaved device";
-    ASSERT_EQ(got->which_body, nodefl_wire_Envelope_relay_deliver_tag) << wire::BodyName(got->which_body);
+    ASSERT_EQ(got->which_body, nodefl_wire_Envelope_relay_deliver_tag) << protocol::BodyName(got->which_body);
     EXPECT_EQ(got->body.relay_deliver.src, sender_id);
     EXPECT_EQ(BytesOf(got->body.relay_deliver.sealed), payload);
     auto ack = NewEnvelope(nodefl_wire_Envelope_relay_ack_tag);
@@ -319,13 +319,13 @@ void DeriveKeysThroughServer(RawClient& client, ClientCredentials& own, uint32_t
   ASSERT_TRUE(client.Send(*req).ok());
   std::unique_ptr<nodefl_wire_Envelope> answer = client.Next();
   ASSERT_NE(answer, nullptr);
-  ASSERT_EQ(answer->which_body, nodefl_wire_Envelope_peer_certificate_tag) << wire::BodyName(answer->which_body);
+  ASSERT_EQ(answer->which_body, nodefl_wire_Envelope_peer_certificate_tag) << protocol::BodyName(answer->which_body);
   const nodefl_wire_PeerCertificate& cert = answer->body.peer_certificate;
   ASSERT_EQ(cert.device_id, peer_id);
   ASSERT_TRUE(cert.found);
   EXPECT_EQ(BytesOf(cert.certificate_der), genuine_der) << "the server handed out another certificate";
   seal::PeerPublicKey peer_key;
-  ASSERT_TRUE(seal::VerifyPeerCertificate(own.credentials, wire::BytesOf(cert.certificate_der), peer_id, &peer_key).ok());
+  ASSERT_TRUE(seal::VerifyPeerCertificate(own.credentials, protocol::BytesOf(cert.certificate_der), peer_id, &peer_key).ok());
   seal::PairKeys pair;
   ASSERT_TRUE(
       seal::DerivePairKeys(own.credentials, peer_key, own_id, peer_id, &tls::DrbgRandom, &own.drbg, &pair).ok());
@@ -374,7 +374,7 @@ TEST_F(TransportTest, TamperedRelayPayloadIsDetectedByTheReceiver) {
     if (flip != SIZE_MAX) out[flip] ^= 0x01;
     auto send = NewEnvelope(nodefl_wire_Envelope_relay_send_tag, kJob, 2);
     send->body.relay_send.dst = b_id;
-    ASSERT_TRUE(wire::SetBytes(&send->body.relay_send.sealed, ConstByteSpan(out)).ok());
+    ASSERT_TRUE(protocol::SetBytes(&send->body.relay_send.sealed, ConstByteSpan(out)).ok());
     ASSERT_TRUE(a->Send(*send).ok());
     sent.push_back({out, flip != SIZE_MAX});
   }
@@ -384,7 +384,7 @@ TEST_F(TransportTest, TamperedRelayPayloadIsDetectedByTheReceiver) {
   for (const Sent& s : sent) {
     std::unique_ptr<nodefl_wire_Envelope> got = b->Next();
     ASSERT_NE(got, nullptr) << "a relay message did not arrive";
-    ASSERT_EQ(got->which_body, nodefl_wire_Envelope_relay_deliver_tag) << wire::BodyName(got->which_body);
+    ASSERT_EQ(got->which_body, nodefl_wire_Envelope_relay_deliver_tag) << protocol::BodyName(got->which_body);
     const nodefl_wire_RelayDeliver& d = got->body.relay_deliver;
     EXPECT_EQ(d.src, a_id);
     EXPECT_EQ(got->job_id, kJob);
@@ -396,7 +396,7 @@ TEST_F(TransportTest, TamperedRelayPayloadIsDetectedByTheReceiver) {
 
     std::vector<uint8_t> opened(plaintext.size() + 1, 0xee);
     uint64_t counter = 0;
-    const Result<size_t> n = seal::Open(b_keys, d.src, b_id, got->job_id, wire::BytesOf(d.sealed),
+    const Result<size_t> n = seal::Open(b_keys, d.src, b_id, got->job_id, protocol::BytesOf(d.sealed),
                                         ByteSpan(opened), &counter);
     if (s.tampered) {
       EXPECT_EQ(n.status(), Status::Unauthenticated()) << "a flipped bit went unnoticed";
@@ -410,7 +410,7 @@ TEST_F(TransportTest, TamperedRelayPayloadIsDetectedByTheReceiver) {
       EXPECT_TRUE(std::equal(plaintext.begin(), plaintext.end(), opened.begin()));
       EXPECT_TRUE(window.Accept(counter).ok());
       // The same bytes under another job, or re-addressed, do not open.
-      EXPECT_FALSE(seal::Open(b_keys, d.src, b_id, kJob + 1, wire::BytesOf(d.sealed), ByteSpan(opened), &counter).ok());
+      EXPECT_FALSE(seal::Open(b_keys, d.src, b_id, kJob + 1, protocol::BytesOf(d.sealed), ByteSpan(opened), &counter).ok());
     }
   }
   auto ack = NewEnvelope(nodefl_wire_Envelope_relay_ack_tag);
@@ -433,7 +433,7 @@ TEST_F(TransportTest, GarbageFrameIsDataLoss) {
 
   const std::vector<uint8_t> garbage = Bytes("this is not protobuf!");
   nodefl_wire_Envelope scratch;
-  ASSERT_EQ(wire::DecodeEnvelope(ConstByteSpan(garbage), &scratch), Status::DataLoss()) << "test input is not garbage";
+  ASSERT_EQ(protocol::DecodeEnvelope(ConstByteSpan(garbage), &scratch), Status::DataLoss()) << "test input is not garbage";
   const std::vector<uint8_t> frame = RawFrame(garbage);
   ASSERT_TRUE(offender->WriteRaw(ConstByteSpan(frame)).ok());
   ExpectRefused(*offender, StatusCode::kDataLoss, /*offending_seq=*/0);
@@ -462,8 +462,8 @@ TEST_F(TransportTest, OversizeFrameIsResourceExhausted) {
   std::unique_ptr<RawClient> offender = Connected(FreshId());
   ASSERT_NE(bystander, nullptr);
   ASSERT_NE(offender, nullptr);
-  std::vector<uint8_t> prefix(wire::kFrameHeaderBytes);
-  wire::WriteFrameLength(1u << 20, ByteSpan(prefix));
+  std::vector<uint8_t> prefix(protocol::kFrameHeaderBytes);
+  protocol::WriteFrameLength(1u << 20, ByteSpan(prefix));
   ASSERT_TRUE(offender->WriteRaw(ConstByteSpan(prefix)).ok());
   ExpectRefused(*offender, StatusCode::kResourceExhausted, /*offending_seq=*/0);
   EXPECT_TRUE(Logged("bad_frame", *offender, {"code=RESOURCE_EXHAUSTED"}));
@@ -482,7 +482,7 @@ TEST_F(TransportTest, UnknownMessageTypeIsUnimplemented) {
     ASSERT_NE(offender, nullptr);
     const std::vector<uint8_t> payload = EnvelopeWithUnknownField(field, /*seq=*/2);
     nodefl_wire_Envelope scratch;
-    ASSERT_EQ(wire::DecodeEnvelope(ConstByteSpan(payload), &scratch), Status::Unimplemented());
+    ASSERT_EQ(protocol::DecodeEnvelope(ConstByteSpan(payload), &scratch), Status::Unimplemented());
     const std::vector<uint8_t> frame = RawFrame(payload);
     ASSERT_TRUE(offender->WriteRaw(ConstByteSpan(frame)).ok());
     // The envelope never decodes, so the server names no offending seq.
@@ -515,7 +515,7 @@ TEST_F(TransportTest, RelaySendBeforeHelloIsFailedPrecondition) {
   auto send = NewEnvelope(nodefl_wire_Envelope_relay_send_tag);
   send->body.relay_send.dst = bystander_id;
   const std::vector<uint8_t> payload = Bytes("sneaking in before Hello");
-  ASSERT_TRUE(wire::SetBytes(&send->body.relay_send.sealed, ConstByteSpan(payload)).ok());
+  ASSERT_TRUE(protocol::SetBytes(&send->body.relay_send.sealed, ConstByteSpan(payload)).ok());
   ASSERT_TRUE(offender->Send(*send).ok());  // seq 1
   ExpectRefused(*offender, StatusCode::kFailedPrecondition, /*offending_seq=*/1);
   EXPECT_TRUE(Logged("out_of_phase", *offender, {"code=FAILED_PRECONDITION"}));
@@ -566,7 +566,7 @@ TEST_F(TransportTest, NoHelloWithinTimeoutIsClosed) {
   EXPECT_GE(waited.count(), hello_timeout_ms_ / 2);
   // If the server says anything before closing, it is a timeout Error.
   while (std::unique_ptr<nodefl_wire_Envelope> e = silent->Next(milliseconds(0))) {
-    ASSERT_EQ(e->which_body, nodefl_wire_Envelope_error_tag) << wire::BodyName(e->which_body);
+    ASSERT_EQ(e->which_body, nodefl_wire_Envelope_error_tag) << protocol::BodyName(e->which_body);
     EXPECT_EQ(e->body.error.code, static_cast<uint32_t>(StatusCode::kDeadlineExceeded));
   }
   EXPECT_TRUE(Logged("deadline_exceeded", *silent, {"phase=hello"}));
@@ -585,7 +585,7 @@ TEST_F(TransportTest, ResumeRedeliversUnackedMessagesInOrderAndNotAckedOnes) {
   ASSERT_TRUE(first);
   EXPECT_FALSE(first->resumed);
   const std::vector<uint8_t> token = BytesOf(first->resume_token);
-  ASSERT_EQ(token.size(), wire::kMaxResumeTokenBytes);
+  ASSERT_EQ(token.size(), protocol::kMaxResumeTokenBytes);
 
   // B's connection breaks (no Goodbye); wait until the server has noticed.
   b->Close();
@@ -595,7 +595,7 @@ TEST_F(TransportTest, ResumeRedeliversUnackedMessagesInOrderAndNotAckedOnes) {
     auto send = NewEnvelope(nodefl_wire_Envelope_relay_send_tag);
     send->body.relay_send.dst = b_id;
     const std::vector<uint8_t> payload = Bytes(text);
-    EXPECT_TRUE(wire::SetBytes(&send->body.relay_send.sealed, ConstByteSpan(payload)).ok());
+    EXPECT_TRUE(protocol::SetBytes(&send->body.relay_send.sealed, ConstByteSpan(payload)).ok());
     EXPECT_TRUE(a->Send(*send).ok());
   };
   relay("first while offline");
@@ -607,7 +607,7 @@ TEST_F(TransportTest, ResumeRedeliversUnackedMessagesInOrderAndNotAckedOnes) {
   auto expect_delivery = [&](RawClient& c, uint64_t relay_id, std::string_view text) {
     std::unique_ptr<nodefl_wire_Envelope> got = c.Next();
     ASSERT_NE(got, nullptr) << "missing delivery " << relay_id;
-    ASSERT_EQ(got->which_body, nodefl_wire_Envelope_relay_deliver_tag) << wire::BodyName(got->which_body);
+    ASSERT_EQ(got->which_body, nodefl_wire_Envelope_relay_deliver_tag) << protocol::BodyName(got->which_body);
     EXPECT_EQ(got->body.relay_deliver.relay_id, relay_id);
     EXPECT_EQ(got->body.relay_deliver.src, a_id);
     EXPECT_EQ(BytesOf(got->body.relay_deliver.sealed), Bytes(text));
@@ -630,7 +630,7 @@ TEST_F(TransportTest, ResumeRedeliversUnackedMessagesInOrderAndNotAckedOnes) {
 
   // An orderly close this time, then one more message while B is away.
   auto bye = NewEnvelope(nodefl_wire_Envelope_goodbye_tag);
-  wire::SetString(bye->body.goodbye.reason, "back soon");
+  protocol::SetString(bye->body.goodbye.reason, "back soon");
   ASSERT_TRUE(b2->Send(*bye).ok());
   ASSERT_TRUE(b2->WaitClosed());
   ASSERT_TRUE(Logged("disconnected", *b2, {"device=" + std::to_string(b_id)}));
@@ -659,7 +659,7 @@ TEST_F(TransportTest, ResumeWithAnotherTokenIsRefused) {
   ASSERT_TRUE(Logged("disconnected", *first));
   std::unique_ptr<RawClient> second = Connected(id);
   ASSERT_NE(second, nullptr);
-  const std::vector<uint8_t> guessed(wire::kMaxResumeTokenBytes, 0x42);
+  const std::vector<uint8_t> guessed(protocol::kMaxResumeTokenBytes, 0x42);
   EXPECT_FALSE(second->Register(id, ConstByteSpan(guessed)));
   ExpectRefused(*second, StatusCode::kUnauthenticated, /*offending_seq=*/1);
   EXPECT_TRUE(Logged("registration_refused", *second, {"code=UNAUTHENTICATED"}));

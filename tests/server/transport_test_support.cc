@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "nodefl/tls/rng.h"
-#include "nodefl/wire/envelope_codec.h"
-#include "nodefl/wire/limits.h"
+#include "nodefl/protocol/envelope_codec.h"
+#include "nodefl/protocol/limits.h"
 
 namespace nodefl::transport_test {
 namespace {
@@ -233,14 +233,14 @@ std::unique_ptr<ClientCredentials> MakeClientCredentials(const std::vector<uint8
 
 std::unique_ptr<nodefl_wire_Envelope> NewEnvelope(pb_size_t body_tag, uint64_t job_id, uint32_t round) {
   auto env = std::make_unique<nodefl_wire_Envelope>();
-  wire::InitEnvelope(env.get(), body_tag, 0, job_id, round);
+  protocol::InitEnvelope(env.get(), body_tag, 0, job_id, round);
   return env;
 }
 
 RawClient::RawClient(asio::io_context& io, const ClientCredentials& credentials)
     : io_(io),
       credentials_(credentials),
-      frame_storage_(wire::FrameDecoder::StorageBytes()),
+      frame_storage_(protocol::FrameDecoder::StorageBytes()),
       decoder_(ByteSpan(frame_storage_)) {}
 
 RawClient::~RawClient() {
@@ -303,7 +303,7 @@ asio::awaitable<void> RawClient::ReadLoop() {
         if (!decoder_.has_frame()) break;
       }
       auto env = std::make_unique<nodefl_wire_Envelope>();
-      const Status decoded = wire::DecodeEnvelope(decoder_.frame(), env.get());
+      const Status decoded = protocol::DecodeEnvelope(decoder_.frame(), env.get());
       decoder_.PopFrame();
       if (!decoded.ok() || env->seq != expected_in_seq_) ++bad_frames_;
       ++expected_in_seq_;
@@ -331,11 +331,11 @@ Status RawClient::WriteRaw(ConstByteSpan bytes, Millis timeout) {
 }
 
 Status RawClient::SendWithSeq(nodefl_wire_Envelope& env, uint64_t seq) {
-  env.version = wire::kProtocolVersion;
+  env.version = protocol::kProtocolVersion;
   env.seq = seq;
   ++next_seq_;
-  std::vector<uint8_t> frame(wire::kMaxFrameBytes);
-  const Result<size_t> n = wire::EncodeFrame(env, ByteSpan(frame));
+  std::vector<uint8_t> frame(protocol::kMaxFrameBytes);
+  const Result<size_t> n = protocol::EncodeFrame(env, ByteSpan(frame));
   if (!n.ok()) return n.status();
   return WriteRaw(ConstByteSpan(frame.data(), *n));
 }
@@ -358,10 +358,10 @@ std::optional<nodefl_wire_Welcome> RawClient::Register(uint32_t device_id, Const
                                                        uint64_t last_delivered_relay_id, Millis timeout) {
   auto hello = NewEnvelope(nodefl_wire_Envelope_hello_tag);
   hello->body.hello.device_id = device_id;
-  hello->body.hello.max_frame_bytes = wire::kMaxFramePayloadBytes;
+  hello->body.hello.max_frame_bytes = protocol::kMaxFramePayloadBytes;
   hello->body.hello.last_delivered_relay_id = last_delivered_relay_id;
-  wire::SetString(hello->body.hello.software, "nodefl-transport-test");
-  if (!wire::SetBytes(&hello->body.hello.resume_token, resume_token).ok()) return std::nullopt;
+  protocol::SetString(hello->body.hello.software, "nodefl-transport-test");
+  if (!protocol::SetBytes(&hello->body.hello.resume_token, resume_token).ok()) return std::nullopt;
   if (!Send(*hello).ok()) return std::nullopt;
   std::unique_ptr<nodefl_wire_Envelope> answer = Next(timeout);
   if (!answer || answer->which_body != nodefl_wire_Envelope_welcome_tag) {

@@ -45,8 +45,8 @@
 #include "nodefl/server/net/tls_socket.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/tls/credentials.h"
-#include "nodefl/wire/envelope.pb.h"
-#include "nodefl/wire/frame.h"
+#include "nodefl/protocol/envelope.pb.h"
+#include "nodefl/protocol/frame.h"
 #include "test_pki.h"
 
 namespace nodefl::transport_test {
@@ -235,7 +235,7 @@ class RawClient {
   bool closed_ = false;
   uint64_t bad_frames_ = 0;
   std::vector<uint8_t> frame_storage_;
-  wire::FrameDecoder decoder_;
+  protocol::FrameDecoder decoder_;
   std::deque<std::unique_ptr<nodefl_wire_Envelope>> inbox_;
 };
 

@@ -7,8 +7,8 @@
 
 #include "nodefl/core/little_endian.h"
 #include "nodefl/roles/peer_key_requests.h"
-#include "nodefl/wire/envelope_codec.h"
-#include "nodefl/wire/sha256_compat.h"
+#include "nodefl/protocol/envelope_codec.h"
+#include "nodefl/protocol/sha256_compat.h"
 
 namespace nodefl::compare {
 
@@ -79,9 +79,9 @@ void SecureCompareRole::DeriveTag(uint32_t session, uint32_t a, uint32_t b, ot::
   // SHA-256 over in-memory data cannot fail in MbedTLS's software
   // implementation; a failure would leave a zero tag, which only makes the
   // OT keys of this session disagree with the peer's (the run aborts).
-  if (wire::sha256::Starts(&ctx) != 0 || wire::sha256::Update(&ctx, kLabel, sizeof(kLabel)) != 0 ||
-      wire::sha256::Update(&ctx, params_.salt, kCompareSaltBytes) != 0 ||
-      wire::sha256::Update(&ctx, fields, sizeof(fields)) != 0 || wire::sha256::Finish(&ctx, tag->bytes) != 0) {
+  if (protocol::sha256::Starts(&ctx) != 0 || protocol::sha256::Update(&ctx, kLabel, sizeof(kLabel)) != 0 ||
+      protocol::sha256::Update(&ctx, params_.salt, kCompareSaltBytes) != 0 ||
+      protocol::sha256::Update(&ctx, fields, sizeof(fields)) != 0 || protocol::sha256::Finish(&ctx, tag->bytes) != 0) {
     *tag = ot::OtTag();
   }
   mbedtls_sha256_free(&ctx);
@@ -96,7 +96,7 @@ Status SecureCompareRole::StartJob(const nodefl_wire_Envelope& message) {
       if (last_report_round_ == 1) resend_report_ = true;
       return Status::Ok();
     }
-    Result<CompareJobParameters> params = DecodeCompareParameters(wire::BytesOf(start.parameters));
+    Result<CompareJobParameters> params = DecodeCompareParameters(protocol::BytesOf(start.parameters));
     if (!params.ok()) return params.status();
     Result<ComparisonPlan> plan = PlanComparison(params->width, params->digit_bits);
     if (!plan.ok()) return plan.status();
@@ -166,11 +166,11 @@ void SecureCompareRole::HandleCertificate(const nodefl_wire_PeerCertificate& cer
   Status s = Status::NotFound();
   if (cert.found) {
     s = peer->pair_keys.valid ? Status::Ok()
-                              : key_source_.Derive(credentials_, wire::BytesOf(cert.certificate_der), own_id_,
+                              : key_source_.Derive(credentials_, protocol::BytesOf(cert.certificate_der), own_id_,
                                                    peer->id, random_, random_context_, &peer->pair_keys);
   }
   if (s.ok()) {
-    s = seal::DeriveJobKeys(peer->pair_keys, job_key_.key(), own_id_, wire::BytesOf(cert.job_key), random_,
+    s = seal::DeriveJobKeys(peer->pair_keys, job_key_.key(), own_id_, protocol::BytesOf(cert.job_key), random_,
                             random_context_, &peer->job_keys);
   }
   if (s.ok()) {
@@ -272,7 +272,7 @@ void SecureCompareRole::StartSession(const SessionStart& start) {
 }
 
 void SecureCompareRole::HandleData(const nodefl_wire_JobData& data) {
-  const ConstByteSpan bytes = wire::BytesOf(data.data);
+  const ConstByteSpan bytes = protocol::BytesOf(data.data);
   if (data.kind == kSessionStart) {
     if (phase_ != Phase::kSessions || bytes.size() % kSessionStartBytes != 0) return;
     for (size_t at = 0; at < bytes.size(); at += kSessionStartBytes) {
@@ -300,7 +300,7 @@ void SecureCompareRole::HandleDelivery(const nodefl_wire_Envelope& message) {
     return;
   }
   uint64_t counter = 0;
-  Result<size_t> opened = seal::Open(peer->job_keys, d.src, own_id_, job_id_, wire::BytesOf(d.sealed),
+  Result<size_t> opened = seal::Open(peer->job_keys, d.src, own_id_, job_id_, protocol::BytesOf(d.sealed),
                                      ByteSpan(scratch_, sizeof(scratch_words_)), &counter);
   if (!opened.ok() || *opened < 4) {
     ++stats_.rejected;

@@ -5,7 +5,7 @@
 
 #include "nodefl/core/little_endian.h"
 #include "nodefl/ot/ot_hash.h"
-#include "nodefl/wire/sha256_compat.h"
+#include "nodefl/protocol/sha256_compat.h"
 
 namespace nodefl::compare {
 
@@ -84,7 +84,7 @@ Status ComparisonSession::Start(Role role, const RunShape& shape, const ot::OtTa
   base_receiver_.Clear();
   iknp_sender_.Clear();
   iknp_receiver_.Clear();
-  if (wire::sha256::Starts(&sent_digest_) != 0 || wire::sha256::Starts(&received_digest_) != 0) {
+  if (protocol::sha256::Starts(&sent_digest_) != 0 || protocol::sha256::Starts(&received_digest_) != 0) {
     return Status::Internal();
   }
   state_ = State::kRunning;
@@ -157,7 +157,7 @@ Result<size_t> ComparisonSession::NextMessage(ByteSpan out) {
     return st;
   }
   const size_t size = kMessageHeaderBytes + spec.payload_bytes;
-  if (spec.type != MessageType::kOutput && wire::sha256::Update(&sent_digest_, m, size) != 0) {
+  if (spec.type != MessageType::kOutput && protocol::sha256::Update(&sent_digest_, m, size) != 0) {
     Abort(Status::Internal());
     return Status::Internal();
   }
@@ -293,7 +293,7 @@ Status ComparisonSession::OnMessage(ConstByteSpan message) {
     Abort(st);
     return st;
   }
-  if (type != MessageType::kOutput && wire::sha256::Update(&received_digest_, m, message.size()) != 0) {
+  if (type != MessageType::kOutput && protocol::sha256::Update(&received_digest_, m, message.size()) != 0) {
     Abort(Status::Internal());
     return Status::Internal();
   }
@@ -602,7 +602,7 @@ void ComparisonSession::DigestOf(mbedtls_sha256_context* context, uint8_t* out) 
   mbedtls_sha256_context copy;
   mbedtls_sha256_init(&copy);
   mbedtls_sha256_clone(&copy, context);
-  if (wire::sha256::Finish(&copy, out) != 0) {
+  if (protocol::sha256::Finish(&copy, out) != 0) {
     for (int k = 0; k < 32; ++k) out[k] = 0;
   }
   mbedtls_sha256_free(&copy);

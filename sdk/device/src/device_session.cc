@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "nodefl/wire/envelope_codec.h"
+#include "nodefl/protocol/envelope_codec.h"
 
 namespace nodefl::device {
 namespace {
@@ -55,7 +55,7 @@ Role* DeviceSession::RoleForJob(uint64_t job_id) {
 }
 
 bool DeviceSession::CanSend() const {
-  return buffers_.output.size() - output_size_ >= wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes;
+  return buffers_.output.size() - output_size_ >= protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
 }
 
 void DeviceSession::ConsumeOutput(size_t n) {
@@ -81,9 +81,9 @@ Status DeviceSession::Send(nodefl_wire_Envelope& message) {
                                message.which_body == nodefl_wire_Envelope_goodbye_tag;
   if (state_ == SessionState::kClosed) return Status::FailedPrecondition();
   if (state_ != SessionState::kReady && !session_message) return Status::FailedPrecondition();
-  message.version = wire::kProtocolVersion;
+  message.version = protocol::kProtocolVersion;
   message.seq = next_out_seq_;
-  Result<size_t> written = wire::EncodeFrame(message, buffers_.output.subspan(output_size_));
+  Result<size_t> written = protocol::EncodeFrame(message, buffers_.output.subspan(output_size_));
   if (!written.ok()) return written.status();
   output_size_ += *written;
   ++next_out_seq_;
@@ -109,8 +109,8 @@ Status DeviceSession::SendHello(uint64_t now_us) {
 
 Status DeviceSession::Start(uint64_t now_us) {
   if (state_ != SessionState::kIdle) return Status::FailedPrecondition();
-  if (buffers_.output.size() < 2 * (wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes) ||
-      buffers_.frame.size() < wire::kFrameHeaderBytes + options_.max_frame_payload) {
+  if (buffers_.output.size() < 2 * (protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes) ||
+      buffers_.frame.size() < protocol::kFrameHeaderBytes + options_.max_frame_payload) {
     return Status::InvalidArgument();
   }
   last_rx_us_ = now_us;
@@ -172,7 +172,7 @@ Status DeviceSession::OnReceived(ConstByteSpan plaintext, uint64_t now_us, size_
 
 Status DeviceSession::HandleFrame(ConstByteSpan payload, uint64_t now_us) {
   ++counters_.frames_in;
-  const Status decoded = wire::DecodeEnvelope(payload, &in_);
+  const Status decoded = protocol::DecodeEnvelope(payload, &in_);
   if (!decoded.ok()) return Fail(decoded, "undecodable message from server");
   if (in_.seq != expected_in_seq_) return Fail(Status::DataLoss(), "out-of-sequence message from server");
   ++expected_in_seq_;
@@ -245,8 +245,8 @@ Status DeviceSession::HandleJobMessage() {
   if (in_.which_body == nodefl_wire_Envelope_job_start_tag) {
     // Read the kind as a number: a newer server may send a kind this build's
     // enum does not list.
-    const uint32_t kind = wire::EnumValue(in_.body.job_start.kind);
-    role = wire::IsKnownJobKind(kind) ? RoleForKind(static_cast<nodefl_wire_JobKind>(kind)) : nullptr;
+    const uint32_t kind = protocol::EnumValue(in_.body.job_start.kind);
+    role = protocol::IsKnownJobKind(kind) ? RoleForKind(static_cast<nodefl_wire_JobKind>(kind)) : nullptr;
     if (role == nullptr) return Fail(Status::Unimplemented(), "job kind not supported by this device");
     if (RoleForJob(in_.job_id) == nullptr) {
       if (jobs_.full()) {

@@ -132,7 +132,7 @@ void CodebookStream::Parse(const uint8_t* record) {
 }
 
 void CodebookStream::Feed(uint64_t /*offset*/, ConstByteSpan data) {
-  // Offsets only grow without gaps (wire::ChunkReceiver): the parser's
+  // Offsets only grow without gaps (protocol::ChunkReceiver): the parser's
   // position is all it needs.
   while (!data.empty() && !invalid_) {
     size_t record_bytes = 1;

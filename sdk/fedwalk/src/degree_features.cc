@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/privacy/discrete_laplace.h"
 
 namespace nodefl::fedwalk {

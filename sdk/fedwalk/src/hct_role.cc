@@ -6,7 +6,7 @@
 #include "nodefl/fedwalk/degree_features.h"
 #include "nodefl/privacy/count_noise.h"
 #include "nodefl/privacy/neighbour_cap.h"
-#include "nodefl/wire/envelope_codec.h"
+#include "nodefl/protocol/envelope_codec.h"
 
 namespace nodefl::fedwalk {
 namespace {
@@ -218,7 +218,7 @@ Status FedWalkHctRole::OnJobStart(const nodefl_wire_Envelope& message) {
   const uint32_t deadline_ms = message.body.job_start.deadline_ms;
   if (round == kRoundBinning) {
     NODEFL_TRY_ASSIGN(const HctParameters params,
-                      DecodeHctParameters(wire::BytesOf(message.body.job_start.parameters)));
+                      DecodeHctParameters(protocol::BytesOf(message.body.job_start.parameters)));
     if (in_job_ && message.job_id == job_id_) {
       // The same job again: its parameters cannot change, and it cannot go
       // back to round 1 once past it.

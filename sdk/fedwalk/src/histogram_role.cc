@@ -2,7 +2,7 @@
 #include "nodefl/fedwalk/histogram_role.h"
 
 #include "nodefl/privacy/neighbour_cap.h"
-#include "nodefl/wire/envelope_codec.h"
+#include "nodefl/protocol/envelope_codec.h"
 
 namespace nodefl::fedwalk {
 namespace {
@@ -153,7 +153,7 @@ Status FedWalkHistogramRole::OnMessage(const nodefl_wire_Envelope& message, devi
 
 Status FedWalkHistogramRole::OnJobStart(const nodefl_wire_Envelope& message) {
   NODEFL_TRY_ASSIGN(const HistogramParameters params,
-                    DecodeHistogramParameters(wire::BytesOf(message.body.job_start.parameters)));
+                    DecodeHistogramParameters(protocol::BytesOf(message.body.job_start.parameters)));
   if (params.release != message.round) return Status::InvalidArgument();
   const uint32_t deadline_ms = message.body.job_start.deadline_ms;
   const bool same_job = in_job_ && message.job_id == job_id_;

@@ -7,15 +7,15 @@
 #include <cstring>
 
 #include "nodefl/core/assert.h"
-#include "nodefl/wire/chunk.h"
-#include "nodefl/wire/sha256_compat.h"
+#include "nodefl/protocol/chunk.h"
+#include "nodefl/protocol/sha256_compat.h"
 
 namespace nodefl::fedwalk {
 namespace {
 
-using wire::sha256::Finish;
-using wire::sha256::Starts;
-using wire::sha256::Update;
+using protocol::sha256::Finish;
+using protocol::sha256::Starts;
+using protocol::sha256::Update;
 
 }  // namespace
 
@@ -34,17 +34,17 @@ Status StreamingChunkSender::MakeHeader(nodefl_wire_ChunkHeader* out, ByteSpan s
   header_made_ = false;
   next_index_ = 0;
   if (producer_ == nullptr) return Status::FailedPrecondition();
-  if (transfer_id_ == 0 || chunk_bytes_ == 0 || chunk_bytes_ > wire::kMaxChunkDataBytes) {
+  if (transfer_id_ == 0 || chunk_bytes_ == 0 || chunk_bytes_ > protocol::kMaxChunkDataBytes) {
     return Status::InvalidArgument();
   }
-  const uint64_t count = wire::ChunkCount(total_bytes_, chunk_bytes_);
+  const uint64_t count = protocol::ChunkCount(total_bytes_, chunk_bytes_);
   if (count > UINT32_MAX) return Status::InvalidArgument();
   if (total_bytes_ > 0 && scratch.empty()) return Status::InvalidArgument();
 
   // First pass: the digest. Pieces no larger than a chunk, so a scratch that
   // is the chunk buffer itself always suffices.
   const size_t piece = scratch.size() < chunk_bytes_ ? scratch.size() : chunk_bytes_;
-  uint8_t digest[wire::kSha256Bytes];
+  uint8_t digest[protocol::kSha256Bytes];
   mbedtls_sha256_context sha;
   mbedtls_sha256_init(&sha);
   bool ok = Starts(&sha) == 0;

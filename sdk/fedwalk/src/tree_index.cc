@@ -5,7 +5,7 @@
 
 #include "nodefl/core/assert.h"
 #include "nodefl/core/little_endian.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 
 namespace nodefl::fedwalk {
 namespace {

@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/fedwalk/walk_peers.h"
 
-#include "nodefl/wire/envelope_codec.h"
+#include "nodefl/protocol/envelope_codec.h"
 
 namespace nodefl::fedwalk {
 
@@ -167,7 +167,7 @@ WalkPeer* WalkPeerTable::OnCertificate(const nodefl_wire_PeerCertificate& cert) 
   if (p == nullptr || (p->state != PeerKeyState::kRequested && p->state != PeerKeyState::kDirectory)) {
     return nullptr;
   }
-  Settle(p, cert.found ? Derive(p, wire::BytesOf(cert.certificate_der), wire::BytesOf(cert.job_key))
+  Settle(p, cert.found ? Derive(p, protocol::BytesOf(cert.certificate_der), protocol::BytesOf(cert.job_key))
                        : Status::NotFound());
   return p;
 }

@@ -5,7 +5,7 @@
 
 #include "nodefl/core/little_endian.h"
 #include "nodefl/seal/seal.h"
-#include "nodefl/wire/envelope_codec.h"
+#include "nodefl/protocol/envelope_codec.h"
 
 namespace nodefl::fedwalk {
 namespace {
@@ -150,7 +150,7 @@ Status FedWalkWalkRole::OnJobStart(const nodefl_wire_Envelope& message) {
   const bool this_job = phase_ != Phase::kIdle && message.job_id == job_id_;
   if (round == kWalkRoundKeys) {
     NODEFL_TRY_ASSIGN(const WalkParameters params,
-                      DecodeWalkParameters(wire::BytesOf(message.body.job_start.parameters)));
+                      DecodeWalkParameters(protocol::BytesOf(message.body.job_start.parameters)));
     if (this_job) {
       // The same job again (after a reconnect): same parameters, and no
       // way back from a later round.
@@ -213,7 +213,7 @@ void FedWalkWalkRole::HandleStartWalks(const nodefl_wire_Envelope& message, devi
     ++stats_.rejected;
     return;
   }
-  const ConstByteSpan record = wire::BytesOf(data.data);
+  const ConstByteSpan record = protocol::BytesOf(data.data);
   const Result<uint32_t> count = DecodeStartWalks(record);
   if (!count.ok()) {
     ++stats_.rejected;
@@ -279,7 +279,7 @@ bool FedWalkWalkRole::OpenWalk(WalkPeer* peer, ConstByteSpan sealed, ByteSpan ou
 
 void FedWalkWalkRole::HandleDelivery(const nodefl_wire_Envelope& message, device::DeviceSession& session) {
   const nodefl_wire_RelayDeliver& d = message.body.relay_deliver;
-  const ConstByteSpan sealed = wire::BytesOf(d.sealed);
+  const ConstByteSpan sealed = protocol::BytesOf(d.sealed);
   if (phase_ == Phase::kIdle || message.job_id != job_id_ || d.src == own_id_) {
     ++stats_.rejected;
     return;

@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/roles/job_key_announcer.h"
 
-#include "nodefl/wire/envelope_codec.h"
+#include "nodefl/protocol/envelope_codec.h"
 
 namespace nodefl::roles {
 
@@ -16,7 +16,7 @@ Status JobKeyAnnouncer::Begin(uint64_t job_id, ConstByteSpan salt, tls::RandomFu
 Status JobKeyAnnouncer::SendIfDue(device::DeviceSession& session, uint32_t round) {
   if (!due_ || !key_.valid() || !session.CanSend()) return Status::Ok();
   nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_key_tag, key_.job_id(), round);
-  NODEFL_TRY(wire::SetBytes(&m.body.job_key.public_key, key_.public_key()));
+  NODEFL_TRY(protocol::SetBytes(&m.body.job_key.public_key, key_.public_key()));
   NODEFL_TRY(session.Send(m));
   due_ = false;
   return Status::Ok();

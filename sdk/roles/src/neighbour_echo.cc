@@ -9,7 +9,7 @@
 #include "nodefl/seal/job_keys.h"
 #include "nodefl/seal/peer_certificate.h"
 #include "nodefl/seal/seal.h"
-#include "nodefl/wire/envelope_codec.h"
+#include "nodefl/protocol/envelope_codec.h"
 
 namespace nodefl::roles {
 namespace {
@@ -100,7 +100,7 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
       if (last_report_round_ == 1) resend_report_ = true;
       return Status::Ok();
     }
-    const ConstByteSpan params = wire::BytesOf(start.parameters);
+    const ConstByteSpan params = protocol::BytesOf(start.parameters);
     if (params.size() != kEchoJobSaltBytes && params.size() != kEchoParametersBytes) {
       return Status::InvalidArgument();
     }
@@ -177,14 +177,14 @@ Status NeighbourEchoRole::HandleCertificate(const nodefl_wire_PeerCertificate& c
   Status s;
   if (!peer->pair_keys.valid) {
     seal::PeerPublicKey public_key;
-    s = seal::VerifyPeerCertificate(credentials_, wire::BytesOf(cert.certificate_der), peer->id, &public_key);
+    s = seal::VerifyPeerCertificate(credentials_, protocol::BytesOf(cert.certificate_der), peer->id, &public_key);
     if (s.ok()) {
       s = seal::DerivePairKeys(credentials_, public_key, own_id_, peer->id, random_, random_context_,
                                &peer->pair_keys);
     }
   }
   if (s.ok()) {
-    s = seal::DeriveJobKeys(peer->pair_keys, job_key_.key(), own_id_, wire::BytesOf(cert.job_key), random_,
+    s = seal::DeriveJobKeys(peer->pair_keys, job_key_.key(), own_id_, protocol::BytesOf(cert.job_key), random_,
                             random_context_, &peer->job_keys);
   }
   if (s.ok()) {
@@ -229,7 +229,7 @@ Status NeighbourEchoRole::HandleDelivery(const nodefl_wire_Envelope& message) {
   }
   uint8_t plaintext[seal::kMaxSealPlaintextBytes];
   uint64_t counter = 0;
-  Result<size_t> opened = seal::Open(peer->job_keys, d.src, own_id_, job_id_, wire::BytesOf(d.sealed),
+  Result<size_t> opened = seal::Open(peer->job_keys, d.src, own_id_, job_id_, protocol::BytesOf(d.sealed),
                                      ByteSpan(plaintext), &counter);
   if (!opened.ok()) {
     ++stats_.rejected;

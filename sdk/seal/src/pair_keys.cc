@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "nodefl/tls/device_identity.h"
-#include "nodefl/wire/sha256_compat.h"
+#include "nodefl/protocol/sha256_compat.h"
 
 namespace nodefl::seal {
 namespace {
@@ -53,9 +53,9 @@ void KeyId(const uint8_t* key, uint8_t* id) {
   uint8_t digest[32];
   mbedtls_sha256_context ctx;
   mbedtls_sha256_init(&ctx);
-  if (wire::sha256::Starts(&ctx) != 0 ||
-      wire::sha256::Update(&ctx, reinterpret_cast<const uint8_t*>(kLabel), sizeof(kLabel) - 1) != 0 ||
-      wire::sha256::Update(&ctx, key, kSealKeyBytes) != 0 || wire::sha256::Finish(&ctx, digest) != 0) {
+  if (protocol::sha256::Starts(&ctx) != 0 ||
+      protocol::sha256::Update(&ctx, reinterpret_cast<const uint8_t*>(kLabel), sizeof(kLabel) - 1) != 0 ||
+      protocol::sha256::Update(&ctx, key, kSealKeyBytes) != 0 || protocol::sha256::Finish(&ctx, digest) != 0) {
     std::memset(digest, 0, sizeof(digest));
   }
   mbedtls_sha256_free(&ctx);

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "nodefl/wire/envelope_codec.h"
-#include "nodefl/wire/limits.h"
+#include "nodefl/protocol/envelope_codec.h"
+#include "nodefl/protocol/limits.h"
 
 namespace nodefl::server::net {
 namespace {
@@ -42,9 +42,9 @@ Connection::Connection(ServerContext& context, tcp::socket socket, uint64_t conn
       wake_(strand_),
       deadline_timer_(strand_),
       id_(connection_id),
-      frame_storage_(wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes),
+      frame_storage_(protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes),
       decoder_(ByteSpan(frame_storage_), std::min<size_t>(context.config.max_frame_bytes,
-                                                         wire::kMaxFramePayloadBytes)),
+                                                         protocol::kMaxFramePayloadBytes)),
       in_(std::make_unique<nodefl_wire_Envelope>()),
       out_(std::make_unique<nodefl_wire_Envelope>()) {
   remote_ = tls_.remote();
@@ -69,8 +69,8 @@ void Connection::OnRelayReady() {
 void Connection::RequestClose(CloseReason reason) {
   asio::post(strand_, [self = shared_from_this(), reason] {
     if (self->state_ == State::kClosed) return;
-    wire::InitEnvelope(self->out_.get(), nodefl_wire_Envelope_goodbye_tag);
-    wire::SetString(self->out_->body.goodbye.reason,
+    protocol::InitEnvelope(self->out_.get(), nodefl_wire_Envelope_goodbye_tag);
+    protocol::SetString(self->out_->body.goodbye.reason,
                     reason == CloseReason::kReplaced ? "replaced by a newer connection"
                                                      : "server shutting down");
     self->QueueControl(*self->out_);
@@ -141,25 +141,25 @@ void Connection::TakeJobStream(std::vector<uint8_t>& batch, size_t limit) {
   // follow the order frames are written in.
   nodefl_wire_Envelope& e = *out_;
   std::vector<uint8_t>& frame = job_frame_;
-  frame.resize(wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes);
+  frame.resize(protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes);
   while (!job_stream_.empty() && batch.size() < limit) {
     JobStreamItem& item = job_stream_.front();
     bool done = false;
     if (item.is_data) {
-      wire::InitEnvelope(&e, nodefl_wire_Envelope_job_data_tag, next_out_seq_, item.job_id, item.round);
+      protocol::InitEnvelope(&e, nodefl_wire_Envelope_job_data_tag, next_out_seq_, item.job_id, item.round);
       e.body.job_data.kind = item.data_kind;
-      if (!wire::SetBytes(&e.body.job_data.data, ConstByteSpan(item.parameters)).ok()) {
+      if (!protocol::SetBytes(&e.body.job_data.data, ConstByteSpan(item.parameters)).ok()) {
         ctx_.log->Error("job_data_too_large", {{"conn", id_}, {"device", device_id_}});
         job_stream_.pop_front();
         continue;
       }
       done = true;
     } else if (item.is_start) {
-      wire::InitEnvelope(&e, nodefl_wire_Envelope_job_start_tag, next_out_seq_, item.job_id, item.round);
+      protocol::InitEnvelope(&e, nodefl_wire_Envelope_job_start_tag, next_out_seq_, item.job_id, item.round);
       e.body.job_start.kind = item.kind;
       e.body.job_start.deadline_ms = item.deadline_ms;
       e.body.job_start.peer_directory = item.peer_directory;
-      if (!wire::SetBytes(&e.body.job_start.parameters, ConstByteSpan(item.parameters)).ok()) {
+      if (!protocol::SetBytes(&e.body.job_start.parameters, ConstByteSpan(item.parameters)).ok()) {
         ctx_.log->Error("job_parameters_too_large", {{"conn", id_}, {"device", device_id_}});
         job_stream_.pop_front();
         continue;
@@ -167,32 +167,32 @@ void Connection::TakeJobStream(std::vector<uint8_t>& batch, size_t limit) {
       done = true;
     } else {
       const std::vector<uint8_t>& bytes = *item.artefact.bytes;
-      const uint64_t chunks = wire::ChunkCount(bytes.size(), wire::kMaxChunkDataBytes);
+      const uint64_t chunks = protocol::ChunkCount(bytes.size(), protocol::kMaxChunkDataBytes);
       if (item.next_chunk < 0) {
-        wire::InitEnvelope(&e, nodefl_wire_Envelope_chunk_header_tag, next_out_seq_, item.job_id, item.round);
+        protocol::InitEnvelope(&e, nodefl_wire_Envelope_chunk_header_tag, next_out_seq_, item.job_id, item.round);
         nodefl_wire_ChunkHeader& h = e.body.chunk_header;
         h.transfer_id = item.transfer_id;
         h.artefact = item.artefact.kind;
         h.total_bytes = bytes.size();
         h.chunk_count = static_cast<uint32_t>(chunks);
-        (void)wire::SetBytes(&h.sha256, ConstByteSpan(item.artefact.sha256.data(), item.artefact.sha256.size()));
+        (void)protocol::SetBytes(&h.sha256, ConstByteSpan(item.artefact.sha256.data(), item.artefact.sha256.size()));
         item.next_chunk = 0;
         done = chunks == 0;
       } else {
-        const uint64_t offset = static_cast<uint64_t>(item.next_chunk) * wire::kMaxChunkDataBytes;
-        const size_t size = static_cast<size_t>(std::min<uint64_t>(wire::kMaxChunkDataBytes, bytes.size() - offset));
-        wire::InitEnvelope(&e, nodefl_wire_Envelope_chunk_tag, next_out_seq_, item.job_id, item.round);
+        const uint64_t offset = static_cast<uint64_t>(item.next_chunk) * protocol::kMaxChunkDataBytes;
+        const size_t size = static_cast<size_t>(std::min<uint64_t>(protocol::kMaxChunkDataBytes, bytes.size() - offset));
+        protocol::InitEnvelope(&e, nodefl_wire_Envelope_chunk_tag, next_out_seq_, item.job_id, item.round);
         e.body.chunk.transfer_id = item.transfer_id;
         e.body.chunk.index = static_cast<uint32_t>(item.next_chunk);
-        (void)wire::SetBytes(&e.body.chunk.data, ConstByteSpan(bytes.data() + offset, size));
+        (void)protocol::SetBytes(&e.body.chunk.data, ConstByteSpan(bytes.data() + offset, size));
         ++item.next_chunk;
         done = static_cast<uint64_t>(item.next_chunk) == chunks;
         ctx_.counters.artefact_bytes.fetch_add(size, std::memory_order_relaxed);
       }
     }
-    Result<size_t> n = wire::EncodeFrame(e, ByteSpan(frame));
+    Result<size_t> n = protocol::EncodeFrame(e, ByteSpan(frame));
     if (!n.ok()) {
-      ctx_.log->Error("encode_failed", {{"conn", id_}, {"device", device_id_}, {"body", wire::BodyName(e.which_body)}});
+      ctx_.log->Error("encode_failed", {{"conn", id_}, {"device", device_id_}, {"body", protocol::BodyName(e.which_body)}});
       job_stream_.pop_front();
       continue;
     }
@@ -203,12 +203,12 @@ void Connection::TakeJobStream(std::vector<uint8_t>& batch, size_t limit) {
 }
 
 bool Connection::QueueControl(nodefl_wire_Envelope& env) {
-  env.version = wire::kProtocolVersion;
+  env.version = protocol::kProtocolVersion;
   env.seq = next_out_seq_;
-  std::vector<uint8_t> frame(wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes);
-  Result<size_t> n = wire::EncodeFrame(env, ByteSpan(frame));
+  std::vector<uint8_t> frame(protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes);
+  Result<size_t> n = protocol::EncodeFrame(env, ByteSpan(frame));
   if (!n.ok()) {
-    ctx_.log->Error("encode_failed", {{"conn", id_}, {"device", device_id_}, {"body", wire::BodyName(env.which_body)}});
+    ctx_.log->Error("encode_failed", {{"conn", id_}, {"device", device_id_}, {"body", protocol::BodyName(env.which_body)}});
     return false;
   }
   frame.resize(*n);
@@ -226,7 +226,7 @@ bool Connection::Refuse(StatusCode code, const std::string& text, uint64_t offen
                          {"peer", remote_},
                          {"code", Status(code).str()},
                          {"reason", text}});
-  wire::InitError(out_.get(), code, text.c_str(), offending_seq, 0);
+  protocol::InitError(out_.get(), code, text.c_str(), offending_seq, 0);
   QueueControl(*out_);
   close_after_flush_ = true;
   state_ = State::kClosing;
@@ -375,7 +375,7 @@ asio::awaitable<void> Connection::Writer() {
   writer_running_ = true;
   std::vector<uint8_t> batch;
   std::vector<RelayMessage> taken;
-  std::vector<uint8_t> frame(wire::kFrameHeaderBytes + wire::kMaxFramePayloadBytes);
+  std::vector<uint8_t> frame(protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes);
   nodefl_wire_Envelope& env = *out_;
   while (state_ != State::kClosed) {
     batch.clear();
@@ -388,15 +388,15 @@ asio::awaitable<void> Connection::Writer() {
       taken.clear();
       ctx_.relay->Take(device_id_, generation_, kRelayTakeMessages, kWriteBatchBytes, &taken);
       for (const RelayMessage& m : taken) {
-        wire::InitEnvelope(&env, nodefl_wire_Envelope_relay_deliver_tag, next_out_seq_, m.job_id, m.round);
+        protocol::InitEnvelope(&env, nodefl_wire_Envelope_relay_deliver_tag, next_out_seq_, m.job_id, m.round);
         env.body.relay_deliver.src = m.src;
         env.body.relay_deliver.relay_id = m.relay_id;
-        if (!wire::SetBytes(&env.body.relay_deliver.sealed, ConstByteSpan(m.sealed_bytes().data(),
+        if (!protocol::SetBytes(&env.body.relay_deliver.sealed, ConstByteSpan(m.sealed_bytes().data(),
                                                                           m.sealed_bytes().size()))
                  .ok()) {
           continue;  // cannot happen: the relay refuses payloads over the wire limit
         }
-        Result<size_t> n = wire::EncodeFrame(env, ByteSpan(frame));
+        Result<size_t> n = protocol::EncodeFrame(env, ByteSpan(frame));
         if (!n.ok()) continue;
         ++next_out_seq_;
         batch.insert(batch.end(), frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(*n));
@@ -427,7 +427,7 @@ asio::awaitable<void> Connection::Writer() {
 
 asio::awaitable<bool> Connection::HandleFrame(ConstByteSpan payload) {
   nodefl_wire_Envelope& m = *in_;
-  const Status decoded = wire::DecodeEnvelope(payload, &m);
+  const Status decoded = protocol::DecodeEnvelope(payload, &m);
   if (!decoded.ok()) co_return Refuse(decoded.code(), "undecodable message", 0, "bad_message");
   if (m.seq != expected_in_seq_) {
     co_return Refuse(StatusCode::kDataLoss,
@@ -435,22 +435,22 @@ asio::awaitable<bool> Connection::HandleFrame(ConstByteSpan payload) {
                      m.seq, "out_of_sequence");
   }
   ++expected_in_seq_;
-  if (!wire::MaySend(wire::Peer::kDevice, m.which_body)) {
+  if (!protocol::MaySend(protocol::Peer::kDevice, m.which_body)) {
     co_return Refuse(StatusCode::kUnimplemented,
-                     std::string("devices may not send ") + wire::BodyName(m.which_body), m.seq,
+                     std::string("devices may not send ") + protocol::BodyName(m.which_body), m.seq,
                      "unexpected_message_type");
   }
   if (state_ == State::kAwaitHello) {
     if (m.which_body != nodefl_wire_Envelope_hello_tag) {
       co_return Refuse(StatusCode::kFailedPrecondition,
-                       std::string(wire::BodyName(m.which_body)) + " before Hello", m.seq, "out_of_phase");
+                       std::string(protocol::BodyName(m.which_body)) + " before Hello", m.seq, "out_of_phase");
     }
     co_return co_await HandleHello();
   }
   SetDeadline(ctx_.config.idle_timeout_ms, "idle");
   switch (m.which_body) {
     case nodefl_wire_Envelope_heartbeat_tag: {
-      wire::InitEnvelope(out_.get(), nodefl_wire_Envelope_heartbeat_tag);
+      protocol::InitEnvelope(out_.get(), nodefl_wire_Envelope_heartbeat_tag);
       out_->body.heartbeat.sent_at_us = m.body.heartbeat.sent_at_us;
       co_return QueueControl(*out_);
     }
@@ -494,7 +494,7 @@ asio::awaitable<bool> Connection::HandleFrame(ConstByteSpan payload) {
       co_return Refuse(StatusCode::kFailedPrecondition, "second Hello", m.seq, "out_of_phase");
     default:
       co_return Refuse(StatusCode::kUnimplemented,
-                       std::string("unsupported message ") + wire::BodyName(m.which_body), m.seq,
+                       std::string("unsupported message ") + protocol::BodyName(m.which_body), m.seq,
                        "unexpected_message_type");
   }
 }
@@ -527,7 +527,7 @@ asio::awaitable<bool> Connection::HandleHello() {
                      "relay session could not begin", in_->seq, "relay_session_refused");
   }
   nodefl_wire_Envelope& w = *out_;
-  wire::InitEnvelope(&w, nodefl_wire_Envelope_welcome_tag);
+  protocol::InitEnvelope(&w, nodefl_wire_Envelope_welcome_tag);
   std::memcpy(w.body.welcome.resume_token.bytes, attached.token.data(), attached.token.size());
   w.body.welcome.resume_token.size = static_cast<pb_size_t>(attached.token.size());
   w.body.welcome.heartbeat_interval_ms = ctx_.config.heartbeat_interval_ms;
@@ -631,7 +631,7 @@ bool Connection::HandleUploadHeader() {
                   "bad_upload");
   }
   upload_bytes_.clear();
-  upload_ = std::make_unique<wire::ChunkReceiver>(&AppendUpload, &upload_bytes_, ctx_.config.max_upload_bytes);
+  upload_ = std::make_unique<protocol::ChunkReceiver>(&AppendUpload, &upload_bytes_, ctx_.config.max_upload_bytes);
   upload_job_id_ = m.job_id;
   upload_round_ = m.round;
   const Status s = upload_->OnHeader(m.body.chunk_header);
@@ -731,11 +731,11 @@ bool Connection::AnswerPeerKeys(PeerKeyAnswer& answer, bool final) {
   std::vector<uint32_t> pending;
   for (uint32_t id : answer.ids) {
     nodefl_wire_Envelope& e = *out_;
-    wire::InitEnvelope(&e, nodefl_wire_Envelope_peer_certificate_tag, 0, answer.job_id, answer.round);
+    protocol::InitEnvelope(&e, nodefl_wire_Envelope_peer_certificate_tag, 0, answer.job_id, answer.round);
     e.body.peer_certificate.device_id = id;
     const std::span<const uint8_t> der = ctx_.certificates->Find(id);
     e.body.peer_certificate.found = !der.empty();
-    if (!der.empty() && !wire::SetBytes(&e.body.peer_certificate.certificate_der,
+    if (!der.empty() && !protocol::SetBytes(&e.body.peer_certificate.certificate_der,
                                         ConstByteSpan(der.data(), der.size()))
                              .ok()) {
       e.body.peer_certificate.found = false;
@@ -752,7 +752,7 @@ bool Connection::AnswerPeerKeys(PeerKeyAnswer& answer, bool final) {
         continue;
       }
       if (lookup == JobKeyLookup::kFound) {
-        (void)wire::SetBytes(&e.body.peer_certificate.job_key, ConstByteSpan(key.data(), key.size()));
+        (void)protocol::SetBytes(&e.body.peer_certificate.job_key, ConstByteSpan(key.data(), key.size()));
       } else if (lookup == JobKeyLookup::kPending) {
         ctx_.counters.peer_keys_unanswered.fetch_add(1, std::memory_order_relaxed);
       }

@@ -10,9 +10,9 @@
 #include <algorithm>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/wire/peer_directory.h"
+#include "nodefl/protocol/peer_directory.h"
 #include "nodefl/server/jobs/job_factory.h"
-#include "nodefl/wire/chunk.h"
+#include "nodefl/protocol/chunk.h"
 
 #include "nodefl/server/net/connection.h"
 #include "nodefl/server/net/process_limits.h"
@@ -193,12 +193,12 @@ void JobRunner::PublishDirectoryWhenReady() {
   std::sort(announced.begin(), announced.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   auto bytes = std::make_shared<std::vector<uint8_t>>(4);
   StoreU32Le(static_cast<uint32_t>(announced.size()), bytes->data());
-  std::vector<uint8_t> entry(wire::kMaxPeerDirectoryEntryBytes);
+  std::vector<uint8_t> entry(protocol::kMaxPeerDirectoryEntryBytes);
   uint32_t listed = 0;
   for (const auto& [id, key] : announced) {
     const std::span<const uint8_t> der = ctx_.certificates->Find(id);
     size_t n = 0;
-    if (!wire::EncodePeerDirectoryEntry(id, ConstByteSpan(der.data(), der.size()), ConstByteSpan(key.data(), key.size()),
+    if (!protocol::EncodePeerDirectoryEntry(id, ConstByteSpan(der.data(), der.size()), ConstByteSpan(key.data(), key.size()),
                                          ByteSpan(entry), &n)
              .ok()) {
       continue;
@@ -208,9 +208,9 @@ void JobRunner::PublishDirectoryWhenReady() {
   }
   StoreU32Le(listed, bytes->data());
   StreamedArtefact artefact;
-  artefact.kind = wire::kPeerDirectoryArtefact;
+  artefact.kind = protocol::kPeerDirectoryArtefact;
   artefact.bytes = bytes;
-  if (!wire::Sha256(ConstByteSpan(bytes->data(), bytes->size()), Span<uint8_t>(artefact.sha256.data(), 32)).ok()) {
+  if (!protocol::Sha256(ConstByteSpan(bytes->data(), bytes->size()), Span<uint8_t>(artefact.sha256.data(), 32)).ok()) {
     ctx_.log->Error("artefact_hash_failed", {{"job", p.job_id}, {"artefact", "peer_directory"}});
     pending_directory_.reset();
     return;
@@ -243,7 +243,7 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
       StreamedArtefact s;
       s.kind = a.kind;
       s.bytes = a.bytes;
-      if (!wire::Sha256(ConstByteSpan(a.bytes->data(), a.bytes->size()), Span<uint8_t>(s.sha256.data(), 32)).ok()) {
+      if (!protocol::Sha256(ConstByteSpan(a.bytes->data(), a.bytes->size()), Span<uint8_t>(s.sha256.data(), 32)).ok()) {
         ctx_.log->Error("artefact_hash_failed", {{"job", current_job_id_}, {"artefact", a.kind}});
         continue;
       }

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/dissimilarity.h"
 #include "nodefl/server/fedwalk/dtw.h"
 #include "random_matrices.h"

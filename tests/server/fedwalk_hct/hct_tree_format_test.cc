@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "hct_test_support.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/hct_tree.h"
 
 namespace nodefl::server::fedwalk {

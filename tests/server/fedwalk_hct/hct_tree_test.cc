@@ -11,7 +11,7 @@
 #include <limits>
 
 #include "hct_test_support.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

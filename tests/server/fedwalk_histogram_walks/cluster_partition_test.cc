@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include "nodefl/fedwalk/histogram_format.h"
+#include "nodefl/protocol/fedwalk/histogram_format.h"
 #include "nodefl/server/fedwalk/cluster_histograms.h"
 #include "nodefl/server/fedwalk/cluster_partition.h"
 #include "nodefl/server/fedwalk/histogram_plan.h"

@@ -13,7 +13,7 @@
 #include <numeric>
 #include <vector>
 
-#include "nodefl/fedwalk/histogram_format.h"
+#include "nodefl/protocol/fedwalk/histogram_format.h"
 #include "stat_util.h"
 
 namespace nodefl::server::fedwalk {

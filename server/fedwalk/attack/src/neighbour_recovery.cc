@@ -8,7 +8,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

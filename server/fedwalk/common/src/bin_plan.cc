@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 
 namespace nodefl::server::fedwalk {
 

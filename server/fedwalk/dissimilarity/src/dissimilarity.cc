@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/histogram_emd.h"
 #include "nodefl/server/fedwalk/pair_chunks.h"
 

@@ -31,7 +31,7 @@
 #include <limits>
 
 #include "nodefl/core/assert.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/dtw.h"
 
 #if defined(__x86_64__) && defined(__has_attribute)

@@ -7,7 +7,7 @@
 
 #include <span>
 
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 
 namespace nodefl::server::fedwalk {
 

@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/condensed_matrix.h"
 #include "nodefl/server/fedwalk/hct_tree.h"
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/hct_tree.h"
 
 namespace nodefl::server::fedwalk {

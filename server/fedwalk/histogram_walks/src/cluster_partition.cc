@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <random>
 
-#include "nodefl/fedwalk/histogram_format.h"
+#include "nodefl/protocol/fedwalk/histogram_format.h"
 
 namespace nodefl::server::fedwalk {
 

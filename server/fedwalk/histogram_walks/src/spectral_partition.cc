@@ -8,7 +8,7 @@
 #include <limits>
 #include <thread>
 
-#include "nodefl/fedwalk/histogram_format.h"
+#include "nodefl/protocol/fedwalk/histogram_format.h"
 #include "nodefl/server/fedwalk/fast_rng.h"
 
 namespace nodefl::server::fedwalk {

@@ -18,8 +18,8 @@
 #include <string>
 
 #include "nodefl/dataset/graph_dataset.h"
-#include "nodefl/fedwalk/hct_format.h"
-#include "nodefl/fedwalk/histogram_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/histogram_format.h"
 #include "nodefl/server/fedwalk/hct_pipeline.h"
 #include "nodefl/server/fedwalk/hct_simulation.h"
 #include "nodefl/server/fedwalk/histogram_plan.h"

@@ -32,13 +32,13 @@
 
 #include <cstdint>
 
-#include "nodefl/compare/compare_job_format.h"
+#include "nodefl/protocol/compare/job_format.h"
 #include "nodefl/compare/comparison_session.h"
 #include "nodefl/core/span.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/device/role.h"
 #include "nodefl/roles/job_key_announcer.h"
-#include "nodefl/wire/peer_directory.h"
+#include "nodefl/protocol/peer_directory.h"
 #include "nodefl/seal/pair_key_source.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/replay_window.h"
@@ -162,7 +162,7 @@ class SecureCompareRole final : public device::Role {
   uint64_t job_id_ = 0;
   roles::JobKeyAnnouncer job_key_;
   bool directory_ = false;  // keys come from the peer directory
-  wire::PeerDirectoryReceiver directory_rx_{&OnDirectoryEntry, this};
+  protocol::PeerDirectoryReceiver directory_rx_{&OnDirectoryEntry, this};
   CompareJobParameters params_;
   ComparisonPlan plan_;
   uint32_t value_ = 0;

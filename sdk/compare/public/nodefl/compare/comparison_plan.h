@@ -20,7 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "nodefl/compare/compare_job_format.h"
+#include "nodefl/protocol/compare/job_format.h"
 #include "nodefl/core/result.h"
 
 namespace nodefl::compare {

@@ -24,7 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "nodefl/compare/compare_job_format.h"
+#include "nodefl/protocol/compare/job_format.h"
 #include "nodefl/compare/comparison_plan.h"
 #include "nodefl/core/status.h"
 

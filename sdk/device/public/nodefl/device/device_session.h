@@ -22,9 +22,9 @@
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
 #include "nodefl/device/role.h"
-#include "nodefl/wire/envelope.pb.h"
-#include "nodefl/wire/frame.h"
-#include "nodefl/wire/limits.h"
+#include "nodefl/protocol/envelope.pb.h"
+#include "nodefl/protocol/frame.h"
+#include "nodefl/protocol/limits.h"
 
 namespace nodefl::device {
 
@@ -40,7 +40,7 @@ const char* SessionStateName(SessionState state);
 struct SessionOptions {
   uint32_t device_id = 0;
   // Largest frame payload this device accepts (advertised in Hello).
-  uint32_t max_frame_payload = wire::kMaxFramePayloadBytes;
+  uint32_t max_frame_payload = protocol::kMaxFramePayloadBytes;
   // Give up on a server that does not answer Hello within this time.
   uint64_t welcome_timeout_us = 10'000'000;
   // Acknowledge relay deliveries after this many (and on every Poll).
@@ -49,7 +49,7 @@ struct SessionOptions {
 
 // Everything the session needs from the app, as caller-owned memory.
 struct SessionBuffers {
-  // Frame reassembly: at least wire::kFrameHeaderBytes + max_frame_payload.
+  // Frame reassembly: at least protocol::kFrameHeaderBytes + max_frame_payload.
   Span<uint8_t> frame;
   // Encoded frames waiting to be written to TLS. At least two maximum
   // frames; larger lets roles send more per Poll.
@@ -135,7 +135,7 @@ class DeviceSession {
 
   SessionOptions options_;
   SessionBuffers buffers_;
-  wire::FrameDecoder decoder_;
+  protocol::FrameDecoder decoder_;
   size_t output_size_ = 0;
   bool close_after_flush_ = false;
 

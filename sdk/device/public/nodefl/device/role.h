@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "nodefl/core/status.h"
-#include "nodefl/wire/envelope.pb.h"
+#include "nodefl/protocol/envelope.pb.h"
 
 namespace nodefl::device {
 

@@ -12,7 +12,7 @@
 
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
-#include "nodefl/fedwalk/histogram_format.h"
+#include "nodefl/protocol/fedwalk/histogram_format.h"
 #include "nodefl/random/drbg.h"
 
 namespace nodefl::fedwalk {

@@ -24,7 +24,7 @@
 
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/fedwalk/hct_storage.h"
 #include "nodefl/fedwalk/record_assembler.h"
 

@@ -34,7 +34,7 @@
 
 #include "nodefl/core/result.h"
 #include "nodefl/core/span.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/fedwalk/hct_storage.h"
 
 namespace nodefl::fedwalk {

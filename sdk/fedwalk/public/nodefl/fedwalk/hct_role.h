@@ -50,7 +50,7 @@
 //   * A round's artefacts arrive on the job id with Envelope.round = that
 //     round, after its JobStart. An artefact kind that does not belong to
 //     the round, a size that does not match the parameters, a chunk in
-//     another round or for another job, and anything wire::ChunkReceiver
+//     another round or for another job, and anything protocol::ChunkReceiver
 //     refuses (truncated or reordered transfers, digest mismatch) return an
 //     error Status from OnMessage: the session closes the connection.
 //     Malformed content inside a verified artefact (a bin >= bins, a bad
@@ -92,14 +92,14 @@
 #include "nodefl/device/device_session.h"
 #include "nodefl/device/role.h"
 #include "nodefl/fedwalk/codebook_stream.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/fedwalk/hct_storage.h"
 #include "nodefl/fedwalk/neighbour_filters.h"
 #include "nodefl/fedwalk/streaming_upload.h"
 #include "nodefl/fedwalk/tree_stream.h"
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/random/drbg.h"
-#include "nodefl/wire/chunk.h"
+#include "nodefl/protocol/chunk.h"
 
 namespace nodefl::fedwalk {
 
@@ -237,7 +237,7 @@ class FedWalkHctRole final : public device::Role {
   uint64_t deadline_us_ = 0;       // 0: none
 
   // Downloads: one transfer at a time, routed by kind to its filter.
-  wire::ChunkReceiver receiver_;
+  protocol::ChunkReceiver receiver_;
   uint32_t receiving_ = 0;  // HctArtefact of the transfer in progress, 0 if none
   bool discard_ = false;    // verify artefacts, keep nothing
   BinPlanFilter bin_plan_filter_;

@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "nodefl/core/span.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 
 namespace nodefl::fedwalk {
 

@@ -31,7 +31,7 @@
 // Rules of the conversation (as in hct_role.h):
 //   * A round's artefact arrives on the job id with Envelope.round = that
 //     round, after its JobStart. The wrong artefact kind or size, a chunk
-//     out of round or job, and anything wire::ChunkReceiver refuses return
+//     out of round or job, and anything protocol::ChunkReceiver refuses return
 //     an error Status from OnMessage: the session closes the connection.
 //     A verified partition with a bad entry is reported as kDataLoss.
 //   * JobStart.deadline_ms (0: none) starts at the next OnPoll; if it
@@ -62,12 +62,12 @@
 #include "nodefl/device/device_session.h"
 #include "nodefl/device/role.h"
 #include "nodefl/fedwalk/cluster_histogram.h"
-#include "nodefl/fedwalk/histogram_format.h"
+#include "nodefl/protocol/fedwalk/histogram_format.h"
 #include "nodefl/fedwalk/partition_filter.h"
 #include "nodefl/fedwalk/streaming_upload.h"
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/random/drbg.h"
-#include "nodefl/wire/chunk.h"
+#include "nodefl/protocol/chunk.h"
 
 namespace nodefl::fedwalk {
 
@@ -173,7 +173,7 @@ class FedWalkHistogramRole final : public device::Role {
   bool has_release_ = false;
 
   // The download (one transfer at a time).
-  wire::ChunkReceiver receiver_;
+  protocol::ChunkReceiver receiver_;
   bool receiving_ = false;
   bool discard_ = false;  // verify, keep nothing
   PartitionFilter filter_;

@@ -9,7 +9,7 @@
 // Both walk a cursor through the neighbours (sorted by id) as the offsets
 // grow, so a pass costs O(artefact + degree) time and no memory beyond the
 // neighbour records. Pieces must arrive in order and without gaps, as
-// wire::ChunkReceiver delivers them; what they write is provisional until
+// protocol::ChunkReceiver delivers them; what they write is provisional until
 // the receiver reports the digest matched (complete()), after which the
 // caller calls Finish().
 #pragma once

@@ -10,7 +10,7 @@
 // A cursor walks through the neighbours (sorted by id) as the offsets grow:
 // O(artefact + degree) time, no memory beyond the neighbour records.
 // Entries may straddle pieces. Pieces must arrive in order without gaps, as
-// wire::ChunkReceiver delivers them; what the filter writes is provisional
+// protocol::ChunkReceiver delivers them; what the filter writes is provisional
 // until the receiver reports the digest matched, after which the caller
 // calls Finish().
 #pragma once

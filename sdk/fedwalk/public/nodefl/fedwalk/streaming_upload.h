@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // StreamingChunkSender: a device's chunked upload of an artefact that is
-// never held in memory as a whole. wire::ChunkSender needs the finished
+// never held in memory as a whole. protocol::ChunkSender needs the finished
 // artefact; a FedWalk ordered degree matrix (Eq. 5) of 3,992 neighbours x 9
 // bins is 144 KB, far beyond a small device's RAM, yet every byte of it can
 // be recomputed on demand from data the device keeps anyway. So the artefact
@@ -10,9 +10,9 @@
 // whole artefact, so it must be known before the first chunk), once to fill
 // the chunks.
 //
-// On the wire the result is indistinguishable from wire::ChunkSender over the
+// On the wire the result is indistinguishable from protocol::ChunkSender over the
 // materialised bytes (same header, same chunk cuts), so the server receives
-// it with an ordinary wire::ChunkReceiver.
+// it with an ordinary protocol::ChunkReceiver.
 #pragma once
 
 #include <cstddef>
@@ -21,8 +21,8 @@
 #include "nodefl/core/result.h"
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
-#include "nodefl/wire/envelope.pb.h"
-#include "nodefl/wire/limits.h"
+#include "nodefl/protocol/envelope.pb.h"
+#include "nodefl/protocol/limits.h"
 
 namespace nodefl::fedwalk {
 
@@ -36,10 +36,10 @@ class StreamingChunkSender {
   // An empty sender: MakeHeader() refuses it (kFailedPrecondition).
   StreamingChunkSender() = default;
   // `transfer_id` non-zero and unique per connection; `chunk_bytes` in
-  // [1, wire::kMaxChunkDataBytes]. Checked by MakeHeader(). `context` must
+  // [1, protocol::kMaxChunkDataBytes]. Checked by MakeHeader(). `context` must
   // stay valid, and the data behind it unchanged, until the last chunk.
   StreamingChunkSender(uint64_t total_bytes, Producer producer, void* context, uint64_t transfer_id,
-                       uint32_t artefact_kind, size_t chunk_bytes = wire::kMaxChunkDataBytes);
+                       uint32_t artefact_kind, size_t chunk_bytes = protocol::kMaxChunkDataBytes);
 
   // Hashes the whole artefact through `scratch` (pieces of at most
   // min(scratch.size(), chunk_bytes); a larger scratch means fewer producer
@@ -70,7 +70,7 @@ class StreamingChunkSender {
   void* context_ = nullptr;
   uint64_t transfer_id_ = 0;
   uint32_t artefact_kind_ = 0;
-  size_t chunk_bytes_ = wire::kMaxChunkDataBytes;
+  size_t chunk_bytes_ = protocol::kMaxChunkDataBytes;
   uint32_t chunk_count_ = 0;
   uint32_t next_index_ = 0;
   bool header_made_ = false;

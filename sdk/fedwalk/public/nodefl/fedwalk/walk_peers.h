@@ -49,7 +49,7 @@
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/tls/credentials.h"
 #include "nodefl/tls/rng.h"
-#include "nodefl/wire/envelope.pb.h"
+#include "nodefl/protocol/envelope.pb.h"
 
 namespace nodefl::fedwalk {
 

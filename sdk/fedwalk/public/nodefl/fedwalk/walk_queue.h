@@ -22,7 +22,7 @@
 #include <cstdint>
 
 #include "nodefl/core/span.h"
-#include "nodefl/fedwalk/walk_format.h"
+#include "nodefl/protocol/fedwalk/walk_format.h"
 #include "nodefl/seal/seal.h"
 
 namespace nodefl::fedwalk {

@@ -114,18 +114,18 @@
 #include "nodefl/core/status.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/device/role.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/fedwalk/hct_role.h"
 #include "nodefl/fedwalk/encoder_cost.h"
 #include "nodefl/fedwalk/hct_storage.h"
 #include "nodefl/fedwalk/tree_index.h"
-#include "nodefl/fedwalk/walk_format.h"
+#include "nodefl/protocol/fedwalk/walk_format.h"
 #include "nodefl/fedwalk/walk_peers.h"
 #include "nodefl/fedwalk/walk_queue.h"
 #include "nodefl/fedwalk/walk_step.h"
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/roles/job_key_announcer.h"
-#include "nodefl/wire/peer_directory.h"
+#include "nodefl/protocol/peer_directory.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/tls/credentials.h"
 #include "nodefl/tls/rng.h"
@@ -266,7 +266,7 @@ class FedWalkWalkRole final : public device::Role {
   uint64_t job_id_ = 0;
   roles::JobKeyAnnouncer job_key_;
   bool directory_ = false;  // neighbours' keys come from the peer directory
-  wire::PeerDirectoryReceiver directory_rx_{&OnDirectoryEntry, this};
+  protocol::PeerDirectoryReceiver directory_rx_{&OnDirectoryEntry, this};
   WalkParameters params_;
   bool refused_ = false;
   uint64_t next_counter_ = 1;  // device-wide seal counter of this job

@@ -20,10 +20,10 @@
 #include "nodefl/core/result.h"
 #include "nodefl/core/span.h"
 #include "nodefl/fedwalk/codebook_sampling.h"
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/fedwalk/hct_storage.h"
 #include "nodefl/fedwalk/tree_index.h"
-#include "nodefl/fedwalk/walk_format.h"
+#include "nodefl/protocol/fedwalk/walk_format.h"
 #include "nodefl/random/drbg.h"
 
 namespace nodefl::fedwalk {

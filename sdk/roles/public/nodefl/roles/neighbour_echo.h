@@ -32,7 +32,7 @@
 #include "nodefl/device/device_session.h"
 #include "nodefl/device/role.h"
 #include "nodefl/roles/job_key_announcer.h"
-#include "nodefl/wire/peer_directory.h"
+#include "nodefl/protocol/peer_directory.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/tls/credentials.h"
@@ -127,7 +127,7 @@ class NeighbourEchoRole final : public device::Role {
   uint64_t job_id_ = 0;
   JobKeyAnnouncer job_key_;
   bool directory_ = false;  // keys come from the peer directory
-  wire::PeerDirectoryReceiver directory_rx_{&OnDirectoryEntry, this};
+  protocol::PeerDirectoryReceiver directory_rx_{&OnDirectoryEntry, this};
   uint32_t messages_per_edge_ = 1;
   uint32_t payload_bytes_ = kEchoHeaderBytes;
   uint64_t deadline_us_ = 0;

@@ -48,7 +48,7 @@
 #include "nodefl/core/result.h"
 #include "nodefl/core/span.h"
 #include "nodefl/seal/pair_keys.h"
-#include "nodefl/wire/limits.h"
+#include "nodefl/protocol/limits.h"
 
 namespace nodefl::seal {
 
@@ -56,7 +56,7 @@ inline constexpr size_t kSealCounterBytes = 8;
 inline constexpr size_t kSealTagBytes = 16;
 inline constexpr size_t kSealOverheadBytes = kSealKeyIdBytes + kSealCounterBytes + kSealTagBytes;
 // The bound of nodefl.wire.RelaySend.sealed / RelayDeliver.sealed.
-inline constexpr size_t kMaxSealedBytes = wire::kMaxSealedBytes;
+inline constexpr size_t kMaxSealedBytes = protocol::kMaxSealedBytes;
 inline constexpr size_t kMaxSealPlaintextBytes = kMaxSealedBytes - kSealOverheadBytes;
 
 struct SealHeader {

@@ -2,7 +2,7 @@
 //
 // ComparisonService: the server's bookkeeping of secure two-party
 // comparison sessions (JOB_KIND_SECURE_COMPARE; the wire contract is
-// sdk/compare/public/nodefl/compare/compare_job_format.h). Jobs add the
+// sdk/protocol/public/nodefl/protocol/compare/job_format.h). Jobs add the
 // sessions they want, and the service
 //   - paces them: a device runs at most `max_sessions_per_device` sessions
 //     at once, because each one holds OT state and relay traffic on a small
@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "nodefl/compare/compare_job_format.h"
+#include "nodefl/protocol/compare/job_format.h"
 
 namespace nodefl::server::compare {
 

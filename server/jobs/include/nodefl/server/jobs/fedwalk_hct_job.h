@@ -3,7 +3,7 @@
 // Server-side coordinator of the FedWalk HCT job (seed
 // 000_e325fe6286b1aaed.txt, Sec. 4.2 and Alg. 2; docs/fedwalk.md). Device
 // side: sdk/fedwalk/public/nodefl/fedwalk/hct_role.h; the contract between
-// them: sdk/fedwalk/public/nodefl/fedwalk/hct_format.h.
+// them: sdk/protocol/public/nodefl/protocol/fedwalk/hct_format.h.
 //
 //   round 1 (binning): parameters + the bin plan to every participant; each
 //     uploads its noised degree vector c_v and reports its ledger.
@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/hct_pipeline.h"
 #include "nodefl/server/fedwalk/hct_transcript.h"
 #include "nodefl/server/jobs/job.h"

@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "nodefl/fedwalk/histogram_format.h"
+#include "nodefl/protocol/fedwalk/histogram_format.h"
 #include "nodefl/server/fedwalk/cluster_histograms.h"
 #include "nodefl/server/fedwalk/histogram_plan.h"
 #include "nodefl/server/fedwalk/histogram_walks.h"

@@ -3,7 +3,7 @@
 // Server-side coordinator of FedWalk's federated random walks and the
 // SkipGram training on them (seed 000_e325fe6286b1aaed.txt, Sec. 4.3-4.4,
 // Alg. 1; docs/fedwalk.md). Device side: sdk/fedwalk/.../walk_role.h;
-// contract: sdk/fedwalk/public/nodefl/fedwalk/walk_format.h. Runs after
+// contract: sdk/protocol/public/nodefl/protocol/fedwalk/walk_format.h. Runs after
 // the HCT job, on the devices that completed it.
 //
 //   round 1 (keys): parameters (l, p, ε, ε per encoding, a fresh salt) to
@@ -31,7 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "nodefl/fedwalk/walk_format.h"
+#include "nodefl/protocol/fedwalk/walk_format.h"
 #include "nodefl/server/jobs/job.h"
 
 namespace nodefl::server::fedwalk {

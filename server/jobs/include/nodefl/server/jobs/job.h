@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "nodefl/server/log.h"
-#include "nodefl/wire/envelope.pb.h"
+#include "nodefl/protocol/envelope.pb.h"
 
 namespace nodefl::server::jobs {
 

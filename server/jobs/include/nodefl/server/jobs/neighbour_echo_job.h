@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "nodefl/wire/envelope.pb.h"
+#include "nodefl/protocol/envelope.pb.h"
 
 namespace nodefl::server::jobs {
 

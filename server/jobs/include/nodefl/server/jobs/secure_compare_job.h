@@ -5,7 +5,7 @@
 // compares round(ln deg u) with round(ln deg v) in a secure two-party
 // comparison, and u keeps v in its initial tree iff
 // round(ln deg v) >= round(ln deg u). The wire contract is
-// sdk/compare/public/nodefl/compare/compare_job_format.h; the sessions are
+// sdk/protocol/public/nodefl/protocol/compare/job_format.h; the sessions are
 // paced and settled by server/compare (ComparisonService).
 //
 //   round 1 (requests): parameters (a fresh salt) to every participant; each
@@ -32,7 +32,7 @@
 #include <utility>
 #include <vector>
 
-#include "nodefl/compare/compare_job_format.h"
+#include "nodefl/protocol/compare/job_format.h"
 #include "nodefl/server/compare/comparison_service.h"
 #include "nodefl/server/jobs/job.h"
 

@@ -34,9 +34,9 @@
 #include "nodefl/server/delivery_target.h"
 #include "nodefl/server/net/server_context.h"
 #include "nodefl/server/net/tls_socket.h"
-#include "nodefl/wire/envelope.pb.h"
-#include "nodefl/wire/chunk.h"
-#include "nodefl/wire/frame.h"
+#include "nodefl/protocol/envelope.pb.h"
+#include "nodefl/protocol/chunk.h"
+#include "nodefl/protocol/frame.h"
 
 namespace nodefl::server::net {
 
@@ -131,7 +131,7 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   uint64_t expected_in_seq_ = 1;
   std::deque<std::vector<uint8_t>> control_;
   std::vector<uint8_t> frame_storage_;
-  wire::FrameDecoder decoder_;
+  protocol::FrameDecoder decoder_;
   std::unique_ptr<nodefl_wire_Envelope> in_;
   std::unique_ptr<nodefl_wire_Envelope> out_;
   // Job stream: whole frames (JobStart) or artefacts sent chunk by chunk.
@@ -153,7 +153,7 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   uint64_t next_transfer_id_ = 1;
   std::vector<uint8_t> job_frame_;
   // The device's upload in progress (one at a time).
-  std::unique_ptr<wire::ChunkReceiver> upload_;
+  std::unique_ptr<protocol::ChunkReceiver> upload_;
   std::vector<uint8_t> upload_bytes_;
   uint64_t upload_job_id_ = 0;
   uint32_t upload_round_ = 0;

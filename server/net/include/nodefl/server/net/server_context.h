@@ -18,7 +18,7 @@
 #include "nodefl/server/registry.h"
 #include "nodefl/server/relay.h"
 #include "nodefl/tls/config.h"
-#include "nodefl/wire/envelope.pb.h"
+#include "nodefl/protocol/envelope.pb.h"
 
 namespace nodefl::server::net {
 

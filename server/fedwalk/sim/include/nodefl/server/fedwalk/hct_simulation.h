@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "nodefl/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/hct_transcript.h"
 
 namespace nodefl::server::fedwalk {
