@@ -13,7 +13,7 @@
 #   * reports realloc/free if present, and then requires that every field of
 #     the generated envelope.pb.h is STATIC (also enforced when it is
 #     generated), which leaves those paths unreachable.
-# The runtime half of the proof is NODEFL_EXPECT_NO_HEAP in wire_*_test.cc.
+# The runtime half of the proof is NODEFL_EXPECT_NO_HEAP in protocol_*_test.cc.
 if(NOT NM OR NOT ARCHIVE OR NOT HEADER)
   message(FATAL_ERROR "usage: cmake -DNM=nm -DARCHIVE=lib.a -DHEADER=x.pb.h -P check_nanopb_runtime.cmake")
 endif()
