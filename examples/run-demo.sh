@@ -48,4 +48,4 @@ if [[ $has_dataset == 0 ]]; then
 fi
 
 echo "== running nodefl-primitives-demo ${demo_args[*]}"
-exec build/host/examples/nodefl-primitives-demo "${demo_args[@]}"
+exec build/host/bin/nodefl-primitives-demo "${demo_args[@]}"

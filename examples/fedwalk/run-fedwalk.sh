@@ -78,7 +78,7 @@ if [[ $build == 1 ]]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$build_dir" -j "${NODEFL_JOBS:-2}" --target nodefl-server nodefl-emulate nodefl-ca
 fi
-bin=$build_dir/server
+bin=$build_dir/bin
 mkdir -p "$root"
 n=$(awk -F'\t' 'NF >= 2 && $1 !~ /^#/ { if ($1 > m) m = $1; if ($2 > m) m = $2 } END { print m + 1 }' "$graph/edges.tsv")
 
@@ -89,9 +89,9 @@ pki=$root/pki
 if [[ -z $server && ! -f $pki/devices/devices.bundle ]]; then
   echo "== issuing credentials for $n devices (nodefl-ca)"
   rm -rf "$pki"
-  $bin/ca/nodefl-ca init --dir "$pki" >/dev/null
-  $bin/ca/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null
-  $bin/ca/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null
+  $bin/nodefl-ca init --dir "$pki" >/dev/null
+  $bin/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null
+  $bin/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null
 fi
 
 status=0

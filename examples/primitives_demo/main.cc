@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "nodefl/core/arena.h"
-#include "nodefl/dataset/graph_dataset.h"
+#include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/platform/host_platform.h"
 #include "nodefl/privacy/alias_table.h"
 #include "nodefl/privacy/count_noise.h"

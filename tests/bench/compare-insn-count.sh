@@ -63,7 +63,7 @@ if [[ ! -f $plugin ]]; then
     tests/bench/qemu_insn_per_thread.c -o "$plugin"
 fi
 
-bench=build/aarch64/tests/sdk/nodefl-compare-bench
+bench=build/aarch64/bin/nodefl-compare-bench
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(qemu-aarch64 --version | head -n 1)"
 printf '%-9s %5s %6s | %16s %16s\n' mode width batch "A insns/cmp" "B insns/cmp"
 status=0

@@ -48,7 +48,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 echo
 echo "== nodefl DeepWalk (walks + SkipGram)"
 start=$(date +%s.%N)
-build/host/server/fedwalk/deepwalk/nodefl-deepwalk --graph "$graph" --output "$out/nodefl.emb" \
+build/host/bin/nodefl-deepwalk --graph "$graph" --output "$out/nodefl.emb" \
   --walks-out "$out/walks.txt" --gamma "$gamma" --threads "$threads" --seed 1 2>"$out/nodefl.log" | tee "$out/nodefl.txt"
 echo "wall time (walks + training + writing): $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 

@@ -37,13 +37,13 @@ if [[ $build == 1 ]]; then
   cmake -S . -B build/host -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build build/host -j "${NODEFL_JOBS:-2}" --target nodefl-hct-bench nodefl-dtw-bench >/dev/null
 fi
-bin=build/host/server/fedwalk
+bin=build/host/bin
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "dataset: $graph, $threads compute threads"
 echo
 echo "== DTW: straightforward vs fast (same $pairs random pairs)"
-$bin/dissimilarity/nodefl-dtw-bench --graph "$graph" --pairs "$pairs" --threads "$threads"
+$bin/nodefl-dtw-bench --graph "$graph" --pairs "$pairs" --threads "$threads"
 for mode in strict paper; do
   echo
   echo "== HCT build, $mode mode"

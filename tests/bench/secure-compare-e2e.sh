@@ -43,7 +43,7 @@ if [[ $build == 1 ]]; then
   cmake -S . -B build/host -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build build/host -j "${NODEFL_JOBS:-2}" --target nodefl-server nodefl-emulate nodefl-ca >/dev/null
 fi
-bin=build/host/server
+bin=build/host/bin
 out=build/bench
 mkdir -p "$out"
 name=$(basename "$graph")
@@ -54,9 +54,9 @@ echo "dataset: $name, $n devices; width $width"
 pki=$out/pki-$name
 if [[ ! -f $pki/devices/devices.bundle ]]; then
   rm -rf "$pki"
-  $bin/ca/nodefl-ca init --dir "$pki" >/dev/null 2>&1
-  $bin/ca/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null 2>&1
-  $bin/ca/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null 2>&1
+  $bin/nodefl-ca init --dir "$pki" >/dev/null 2>&1
+  $bin/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null 2>&1
+  $bin/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null 2>&1
 fi
 
 # The plaintext rule, from the edge list alone.

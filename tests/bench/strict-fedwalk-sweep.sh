@@ -62,8 +62,8 @@ if [[ $build == 1 ]]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$build_dir" -j "${NODEFL_JOBS:-2}" --target nodefl-histogram-bench nodefl-deepwalk
 fi
-bench=$build_dir/server/fedwalk/nodefl-histogram-bench
-deepwalk=$build_dir/server/fedwalk/deepwalk/nodefl-deepwalk
+bench=$build_dir/bin/nodefl-histogram-bench
+deepwalk=$build_dir/bin/nodefl-deepwalk
 mkdir -p "$out"
 
 [[ ,$ratios, == *,0.5,* ]] || { echo "strict-fedwalk-sweep.sh: --ratios must include 0.5" >&2; exit 2; }

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "nodefl/pki/device_bundle.h"
+#include "nodefl/host/pki/device_bundle.h"
 
 namespace nodefl::pki {
 namespace {

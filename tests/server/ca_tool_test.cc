@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "nodefl/pki/device_bundle.h"
+#include "nodefl/host/pki/device_bundle.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/seal/peer_certificate.h"
 #include "nodefl/tls/config.h"

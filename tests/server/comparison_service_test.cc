@@ -4,7 +4,7 @@
 // holds the per-device bound and still schedules everything, sessions
 // settle only on agreement, aborts and timeouts cancel the other party,
 // and confused or foreign reports change nothing.
-#include "nodefl/server/compare/comparison_service.h"
+#include "nodefl/server/compare_service/comparison_service.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <set>
 #include <utility>
 
-namespace nodefl::server::compare {
+namespace nodefl::server::compare_service {
 namespace {
 
 namespace cmp = nodefl::compare;
@@ -377,4 +377,4 @@ TEST(ComparisonServiceTest, AbortUnsettledEndsEverythingLeft) {
 }
 
 }  // namespace
-}  // namespace nodefl::server::compare
+}  // namespace nodefl::server::compare_service

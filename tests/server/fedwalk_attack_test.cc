@@ -14,9 +14,9 @@
 #include <cmath>
 #include <filesystem>
 
-#include "nodefl/dataset/graph_dataset.h"
-#include "nodefl/server/fedwalk/hct_simulation.h"
-#include "nodefl/server/fedwalk/neighbour_recovery.h"
+#include "nodefl/host/dataset/graph_dataset.h"
+#include "nodefl/server/fedwalk/sim/hct_simulation.h"
+#include "nodefl/server/fedwalk/attack/neighbour_recovery.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

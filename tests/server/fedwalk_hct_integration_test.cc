@@ -17,13 +17,13 @@
 #include <iterator>
 #include <numeric>
 
-#include "nodefl/dataset/graph_dataset.h"
-#include "nodefl/server/fedwalk/codebook.h"
-#include "nodefl/server/fedwalk/hct_tree.h"
-#include "nodefl/server/fedwalk/neighbour_recovery.h"
-#include "nodefl/server/fedwalk/skipgram_model.h"
-#include "nodefl/server/fedwalk/transcript_file.h"
-#include "emulated_device.h"
+#include "nodefl/host/dataset/graph_dataset.h"
+#include "nodefl/server/fedwalk/hct/codebook.h"
+#include "nodefl/server/fedwalk/hct/hct_tree.h"
+#include "nodefl/server/fedwalk/attack/neighbour_recovery.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_model.h"
+#include "nodefl/server/fedwalk/common/transcript_file.h"
+#include "nodefl/emulator/emulated_device.h"
 #include "transport_test_support.h"
 
 namespace nodefl::transport_test {

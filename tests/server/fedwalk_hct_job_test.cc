@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/dataset/graph_dataset.h"
-#include "nodefl/server/fedwalk/codebook.h"
-#include "nodefl/server/fedwalk/hct_simulation.h"
-#include "nodefl/server/fedwalk/hct_tree.h"
+#include "nodefl/host/dataset/graph_dataset.h"
+#include "nodefl/server/fedwalk/hct/codebook.h"
+#include "nodefl/server/fedwalk/sim/hct_simulation.h"
+#include "nodefl/server/fedwalk/hct/hct_tree.h"
 
 namespace nodefl::server::jobs {
 namespace {

@@ -17,10 +17,10 @@
 #include <numeric>
 #include <sstream>
 
-#include "emulated_device.h"
-#include "nodefl/dataset/graph_dataset.h"
+#include "nodefl/emulator/emulated_device.h"
+#include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/protocol/fedwalk/histogram_format.h"
-#include "nodefl/server/fedwalk/skipgram_model.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_model.h"
 #include "transport_test_support.h"
 
 namespace nodefl::transport_test {

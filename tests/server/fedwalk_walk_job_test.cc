@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/server/fedwalk/walk_corpus.h"
+#include "nodefl/server/fedwalk/skipgram/walk_corpus.h"
 
 namespace nodefl::server::jobs {
 namespace {

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/dataset/graph_dataset.h"
+#include "nodefl/host/dataset/graph_dataset.h"
 
 #include <gtest/gtest.h>
 

@@ -21,9 +21,9 @@
 #include <thread>
 
 #include "nodefl/compare/compare_role.h"
-#include "nodefl/dataset/graph_dataset.h"
-#include "emulated_device.h"
-#include "shared_pair_keys.h"
+#include "nodefl/host/dataset/graph_dataset.h"
+#include "nodefl/emulator/emulated_device.h"
+#include "nodefl/emulator/shared_pair_keys.h"
 #include "transport_test_support.h"
 
 namespace nodefl::transport_test {

@@ -22,14 +22,14 @@
 #include <unistd.h>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/server/config.h"
+#include "nodefl/server/core/config.h"
 #include "nodefl/server/jobs/job_factory.h"
 
 namespace nodefl::server::jobs {
 namespace {
 
 namespace cmp = nodefl::compare;
-namespace svc = nodefl::server::compare;
+namespace svc = nodefl::server::compare_service;
 
 using Edges = std::vector<std::pair<uint32_t, uint32_t>>;
 

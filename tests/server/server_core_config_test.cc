@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "nodefl/server/config.h"
+#include "nodefl/server/core/config.h"
 
 namespace nodefl::server {
 namespace {

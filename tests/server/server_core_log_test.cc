@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "nodefl/server/log.h"
+#include "nodefl/server/core/log.h"
 
 namespace nodefl::server {
 namespace {

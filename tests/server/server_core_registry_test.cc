@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "nodefl/server/device_ids.h"
-#include "nodefl/server/registry.h"
-#include "nodefl/server/resume_token.h"
+#include "nodefl/server/core/device_ids.h"
+#include "nodefl/server/core/registry.h"
+#include "nodefl/server/core/resume_token.h"
 #include "server_core_test_target.h"
 
 namespace nodefl::server {

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "nodefl/server/registry.h"
-#include "nodefl/server/relay.h"
+#include "nodefl/server/core/registry.h"
+#include "nodefl/server/core/relay.h"
 #include "server_core_test_target.h"
 
 namespace nodefl::server {

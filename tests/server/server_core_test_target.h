@@ -7,7 +7,7 @@
 #include <atomic>
 #include <memory>
 
-#include "nodefl/server/delivery_target.h"
+#include "nodefl/server/core/delivery_target.h"
 
 namespace nodefl::server::testing {
 

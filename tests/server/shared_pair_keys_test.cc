@@ -3,7 +3,7 @@
 // The emulator's shared pair-key memo must hand every device exactly the
 // keys it would have derived alone, check any certificate bytes it has not
 // seen verify, and pass errors through.
-#include "shared_pair_keys.h"
+#include "nodefl/emulator/shared_pair_keys.h"
 
 #include <gtest/gtest.h>
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "emulated_device.h"
-#include "nodefl/dataset/graph_dataset.h"
+#include "nodefl/emulator/emulated_device.h"
+#include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/seal/job_keys.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/peer_certificate.h"

@@ -264,7 +264,7 @@ asio::awaitable<Status> RawClient::ConnectTask(uint16_t port) {
   if (ec) co_return Status::Unavailable();
   local_port_ = socket.local_endpoint(ec).port();
   socket.set_option(asio::ip::tcp::no_delay(true), ec);
-  tls_ = std::make_unique<server::net::TlsSocket>(std::move(socket), server::net::TlsSocket::Buffers{});
+  tls_ = std::make_unique<host::net::TlsSocket>(std::move(socket), host::net::TlsSocket::Buffers{});
   const Status init = tls_->Init(credentials_.tls, "localhost");
   if (!init.ok()) co_return init;
   const Status handshake = co_await tls_->Handshake();

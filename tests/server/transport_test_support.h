@@ -39,10 +39,10 @@
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
 #include "nodefl/random/drbg.h"
-#include "nodefl/server/config.h"
-#include "nodefl/server/log.h"
+#include "nodefl/server/core/config.h"
+#include "nodefl/server/core/log.h"
 #include "nodefl/server/net/server.h"
-#include "nodefl/server/net/tls_socket.h"
+#include "nodefl/host/net/tls_socket.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/tls/credentials.h"
 #include "nodefl/protocol/envelope.pb.h"
@@ -227,7 +227,7 @@ class RawClient {
 
   asio::io_context& io_;
   const ClientCredentials& credentials_;
-  std::unique_ptr<server::net::TlsSocket> tls_;
+  std::unique_ptr<host::net::TlsSocket> tls_;
   uint16_t local_port_ = 0;
   uint64_t next_seq_ = 1;
   uint64_t expected_in_seq_ = 1;

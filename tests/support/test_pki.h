@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "nodefl/core/status.h"
-#include "nodefl/pki/cert_issuer.h"
-#include "nodefl/pki/ec_key.h"
+#include "nodefl/host/pki/cert_issuer.h"
+#include "nodefl/host/pki/ec_key.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/tls/credentials.h"
 #include "nodefl/tls/rng.h"

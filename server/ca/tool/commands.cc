@@ -15,9 +15,9 @@
 
 #include "args.h"
 #include "files.h"
-#include "nodefl/pki/cert_issuer.h"
-#include "nodefl/pki/device_bundle.h"
-#include "nodefl/pki/ec_key.h"
+#include "nodefl/host/pki/cert_issuer.h"
+#include "nodefl/host/pki/device_bundle.h"
+#include "nodefl/host/pki/ec_key.h"
 
 namespace nodefl::ca {
 

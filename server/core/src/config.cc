@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/config.h"
+#include "nodefl/server/core/config.h"
 
 #include <algorithm>
 #include <fstream>

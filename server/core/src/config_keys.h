@@ -10,7 +10,7 @@
 #include <string_view>
 #include <variant>
 
-#include "nodefl/server/config.h"
+#include "nodefl/server/core/config.h"
 
 namespace nodefl::server::config_internal {
 

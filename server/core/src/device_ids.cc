@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/device_ids.h"
+#include "nodefl/server/core/device_ids.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/job_keys.h"
+#include "nodefl/server/core/job_keys.h"
 
 #include <algorithm>
 

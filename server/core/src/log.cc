@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/log.h"
+#include "nodefl/server/core/log.h"
 
 #include <charconv>
 #include <chrono>

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/os_random.h"
+#include "nodefl/server/core/os_random.h"
 
 #include <sys/random.h>
 

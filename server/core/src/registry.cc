@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/registry.h"
+#include "nodefl/server/core/registry.h"
 
 #include <utility>
 

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/relay.h"
+#include "nodefl/server/core/relay.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/resume_token.h"
+#include "nodefl/server/core/resume_token.h"
 
 // MbedTLS 2.28's constant_time.h lacks the extern "C" guard its other headers have.
 extern "C" {

@@ -12,10 +12,10 @@
 #include <sstream>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/server/fedwalk/bin_plan.h"
-#include "nodefl/server/fedwalk/features.h"
-#include "nodefl/server/fedwalk/hct_pipeline.h"
-#include "nodefl/server/fedwalk/transcript_file.h"
+#include "nodefl/server/fedwalk/common/bin_plan.h"
+#include "nodefl/server/fedwalk/dissimilarity/features.h"
+#include "nodefl/server/fedwalk/pipeline/hct_pipeline.h"
+#include "nodefl/server/fedwalk/common/transcript_file.h"
 
 namespace nodefl::server::jobs {
 

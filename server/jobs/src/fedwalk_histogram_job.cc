@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/server/fedwalk/cluster_partition.h"
-#include "nodefl/server/fedwalk/skipgram_model.h"
-#include "nodefl/server/fedwalk/skipgram_train.h"
-#include "nodefl/server/fedwalk/spectral_partition.h"
+#include "nodefl/server/fedwalk/histogram_walks/cluster_partition.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_model.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_train.h"
+#include "nodefl/server/fedwalk/histogram_walks/spectral_partition.h"
 
 namespace nodefl::server::jobs {
 

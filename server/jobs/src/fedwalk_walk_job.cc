@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/server/os_random.h"
-#include "nodefl/server/fedwalk/skipgram_model.h"
-#include "nodefl/server/fedwalk/skipgram_train.h"
-#include "nodefl/server/fedwalk/walk_corpus.h"
+#include "nodefl/server/core/os_random.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_model.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_train.h"
+#include "nodefl/server/fedwalk/skipgram/walk_corpus.h"
 
 namespace nodefl::server::jobs {
 

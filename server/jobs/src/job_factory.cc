@@ -8,7 +8,7 @@
 #include "nodefl/server/jobs/fedwalk_walk_job.h"
 #include "nodefl/server/jobs/neighbour_echo_runner_job.h"
 #include "nodefl/server/jobs/secure_compare_job.h"
-#include "nodefl/server/os_random.h"
+#include "nodefl/server/core/os_random.h"
 
 namespace nodefl::server::jobs {
 

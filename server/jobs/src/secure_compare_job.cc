@@ -8,12 +8,12 @@
 #include <sstream>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/server/os_random.h"
+#include "nodefl/server/core/os_random.h"
 
 namespace nodefl::server::jobs {
 
 namespace cmp = nodefl::compare;
-namespace svc = nodefl::server::compare;
+namespace svc = nodefl::server::compare_service;
 
 namespace {
 

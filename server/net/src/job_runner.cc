@@ -15,9 +15,12 @@
 #include "nodefl/protocol/chunk.h"
 
 #include "nodefl/server/net/connection.h"
-#include "nodefl/server/net/process_limits.h"
+#include "nodefl/host/net/process_limits.h"
 
 namespace nodefl::server::net {
+
+using host::net::CurrentRssKiB;
+using host::net::PeakRssKiB;
 
 namespace asio = boost::asio;
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "nodefl/server/device_ids.h"
+#include "nodefl/server/core/device_ids.h"
 #include "nodefl/tls/device_identity.h"
 
 namespace nodefl::server::net {

@@ -18,18 +18,21 @@
 #include <mutex>
 #include <thread>
 
-#include "nodefl/server/device_ids.h"
+#include "nodefl/server/core/device_ids.h"
 #include "nodefl/server/net/connection.h"
 #include "nodefl/server/net/job_runner.h"
 #include "nodefl/server/net/peer_certificates.h"
-#include "nodefl/server/net/process_limits.h"
+#include "nodefl/host/net/process_limits.h"
 #include "nodefl/server/net/server_context.h"
-#include "nodefl/server/registry.h"
-#include "nodefl/server/relay.h"
+#include "nodefl/server/core/registry.h"
+#include "nodefl/server/core/relay.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/tls/credentials.h"
 
 namespace nodefl::server::net {
+
+using host::net::CurrentRssKiB;
+using host::net::PeakRssKiB;
 namespace {
 
 bool ReadFile(const std::string& path, std::vector<uint8_t>* out, std::string* error) {

@@ -5,7 +5,7 @@
 // earth mover's distance it claims to be.
 #include <gtest/gtest.h>
 
-#include "nodefl/server/fedwalk/histogram_emd.h"
+#include "nodefl/server/fedwalk/dissimilarity/histogram_emd.h"
 
 #include <cmath>
 #include <cstring>
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "nodefl/protocol/fedwalk/hct_format.h"
-#include "nodefl/server/fedwalk/dissimilarity.h"
-#include "nodefl/server/fedwalk/dtw.h"
+#include "nodefl/server/fedwalk/dissimilarity/dissimilarity.h"
+#include "nodefl/server/fedwalk/dissimilarity/dtw.h"
 #include "random_matrices.h"
 
 namespace nodefl::server::fedwalk {

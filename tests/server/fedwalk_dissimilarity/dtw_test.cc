@@ -11,8 +11,8 @@
 #include <random>
 #include <vector>
 
-#include "nodefl/server/fedwalk/dtw.h"
-#include "nodefl/server/fedwalk/features.h"
+#include "nodefl/server/fedwalk/dissimilarity/dtw.h"
+#include "nodefl/server/fedwalk/dissimilarity/features.h"
 #include "random_matrices.h"
 
 namespace nodefl::server::fedwalk {

@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "nodefl/server/fedwalk/features.h"
+#include "nodefl/server/fedwalk/dissimilarity/features.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "nodefl/server/fedwalk/pair_chunks.h"
+#include "nodefl/server/fedwalk/dissimilarity/pair_chunks.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "nodefl/server/fedwalk/features.h"
+#include "nodefl/server/fedwalk/dissimilarity/features.h"
 
 namespace nodefl::server::fedwalk::test {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "hct_test_support.h"
-#include "nodefl/server/fedwalk/codebook.h"
+#include "nodefl/server/fedwalk/hct/codebook.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

@@ -4,7 +4,7 @@
 // and the naive LCA counts: sampling through the device's alias sampler,
 // the top-K choice, the truncated mass and the alias tables themselves.
 #include "nodefl/fedwalk/codebook_sampling.h"
-#include "nodefl/server/fedwalk/codebook.h"
+#include "nodefl/server/fedwalk/hct/codebook.h"
 
 #include <gtest/gtest.h>
 

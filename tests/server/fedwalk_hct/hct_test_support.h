@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "nodefl/random/drbg.h"
-#include "nodefl/server/fedwalk/condensed_matrix.h"
-#include "nodefl/server/fedwalk/linkage.h"
+#include "nodefl/server/fedwalk/common/condensed_matrix.h"
+#include "nodefl/server/fedwalk/hct/linkage.h"
 
 namespace nodefl::server::fedwalk::test {
 

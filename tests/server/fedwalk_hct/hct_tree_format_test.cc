@@ -9,7 +9,7 @@
 
 #include "hct_test_support.h"
 #include "nodefl/protocol/fedwalk/hct_format.h"
-#include "nodefl/server/fedwalk/hct_tree.h"
+#include "nodefl/server/fedwalk/hct/hct_tree.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

@@ -2,7 +2,7 @@
 //
 // HctTree queries against references computed from the merge list alone
 // (member sets of every node), and FromMerges' validation.
-#include "nodefl/server/fedwalk/hct_tree.h"
+#include "nodefl/server/fedwalk/hct/hct_tree.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 //
 // ClusterNnChain against hand-computed trees and against the naive greedy
 // algorithm; both against the scipy linkage rules and the greedy property.
-#include "nodefl/server/fedwalk/linkage.h"
+#include "nodefl/server/fedwalk/hct/linkage.h"
 
 #include <gtest/gtest.h>
 

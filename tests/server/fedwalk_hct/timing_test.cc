@@ -10,7 +10,7 @@
 #include <cstdlib>
 
 #include "hct_test_support.h"
-#include "nodefl/server/fedwalk/codebook.h"
+#include "nodefl/server/fedwalk/hct/codebook.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

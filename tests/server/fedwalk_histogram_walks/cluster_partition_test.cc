@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "nodefl/protocol/fedwalk/histogram_format.h"
-#include "nodefl/server/fedwalk/cluster_histograms.h"
-#include "nodefl/server/fedwalk/cluster_partition.h"
-#include "nodefl/server/fedwalk/histogram_plan.h"
-#include "nodefl/server/fedwalk/spectral_partition.h"
-#include "nodefl/server/fedwalk/tree_cut.h"
+#include "nodefl/server/fedwalk/histogram_walks/cluster_histograms.h"
+#include "nodefl/server/fedwalk/histogram_walks/cluster_partition.h"
+#include "nodefl/server/fedwalk/histogram_walks/histogram_plan.h"
+#include "nodefl/server/fedwalk/histogram_walks/spectral_partition.h"
+#include "nodefl/server/fedwalk/histogram_walks/tree_cut.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

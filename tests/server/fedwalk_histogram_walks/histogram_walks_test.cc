@@ -4,7 +4,7 @@
 // (histogram_walks.h): their transition law against the documented formula
 // for both rules (chi-square, fixed seeds), the reciprocal rule's filter,
 // dead ends, determinism and option checks.
-#include "nodefl/server/fedwalk/histogram_walks.h"
+#include "nodefl/server/fedwalk/histogram_walks/histogram_walks.h"
 
 #include <gtest/gtest.h>
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "nodefl/dataset/graph_dataset.h"
-#include "nodefl/server/fedwalk/deepwalk_walks.h"
-#include "nodefl/server/fedwalk/fast_rng.h"
-#include "nodefl/server/fedwalk/skipgram_train.h"
+#include "nodefl/host/dataset/graph_dataset.h"
+#include "nodefl/server/fedwalk/deepwalk/deepwalk_walks.h"
+#include "nodefl/server/fedwalk/skipgram/fast_rng.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_train.h"
 #include "stat_util.h"
 
 namespace nodefl::server::fedwalk {

@@ -2,7 +2,7 @@
 //
 // DeepWalk's walks: structure (edges, lengths, rounds), uniform neighbour
 // choice and determinism.
-#include "nodefl/server/fedwalk/deepwalk_walks.h"
+#include "nodefl/server/fedwalk/deepwalk/deepwalk_walks.h"
 
 #include <gtest/gtest.h>
 

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <vector>
 
-#include "nodefl/server/fedwalk/fast_rng.h"
-#include "nodefl/server/fedwalk/learning_rate.h"
-#include "nodefl/server/fedwalk/sigmoid_table.h"
+#include "nodefl/server/fedwalk/skipgram/fast_rng.h"
+#include "nodefl/server/fedwalk/skipgram/learning_rate.h"
+#include "nodefl/server/fedwalk/skipgram/sigmoid_table.h"
 #include "stat_util.h"
 
 namespace nodefl::server::fedwalk {

@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // The negative sampler draws vertex v with probability count_v^0.75 / Z.
-#include "nodefl/server/fedwalk/negative_sampler.h"
+#include "nodefl/server/fedwalk/skipgram/negative_sampler.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // The trainer: initial model, progress of the loss, determinism, options.
-#include "nodefl/server/fedwalk/skipgram_train.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_train.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <numbers>
 
-#include "nodefl/server/fedwalk/fast_rng.h"
+#include "nodefl/server/fedwalk/skipgram/fast_rng.h"
 #include "test_support.h"
 
 namespace nodefl::server::fedwalk {

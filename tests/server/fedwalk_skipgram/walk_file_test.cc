@@ -2,13 +2,13 @@
 //
 // WalkCorpus and the text walk file: round trips, tolerated layout, and
 // every malformed input reported with its line.
-#include "nodefl/server/fedwalk/walk_file.h"
+#include "nodefl/server/fedwalk/skipgram/walk_file.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "nodefl/server/fedwalk/walk_corpus.h"
+#include "nodefl/server/fedwalk/skipgram/walk_corpus.h"
 #include "test_support.h"
 
 namespace nodefl::server::fedwalk {

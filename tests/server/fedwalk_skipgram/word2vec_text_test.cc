@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "nodefl/server/fedwalk/fast_rng.h"
-#include "nodefl/server/fedwalk/skipgram_model.h"
+#include "nodefl/server/fedwalk/skipgram/fast_rng.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_model.h"
 #include "test_support.h"
 
 namespace nodefl::server::fedwalk {

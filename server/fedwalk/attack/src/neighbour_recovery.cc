@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/neighbour_recovery.h"
+#include "nodefl/server/fedwalk/attack/neighbour_recovery.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/bin_plan.h"
+#include "nodefl/server/fedwalk/common/bin_plan.h"
 
 #include <algorithm>
 #include <cmath>

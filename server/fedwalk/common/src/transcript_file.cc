@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/transcript_file.h"
+#include "nodefl/server/fedwalk/common/transcript_file.h"
 
 #include <cstring>
 #include <fstream>

@@ -1,13 +1,13 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/deepwalk_walks.h"
+#include "nodefl/server/fedwalk/deepwalk/deepwalk_walks.h"
 
 #include <algorithm>
 #include <atomic>
 #include <numeric>
 #include <thread>
 
-#include "nodefl/server/fedwalk/fast_rng.h"
-#include "nodefl/server/fedwalk/parallel_progress.h"
+#include "nodefl/server/fedwalk/skipgram/fast_rng.h"
+#include "nodefl/server/fedwalk/skipgram/parallel_progress.h"
 
 namespace nodefl::server::fedwalk {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "nodefl/dataset/graph_dataset.h"
+#include "nodefl/host/dataset/graph_dataset.h"
 
 namespace nodefl::server::fedwalk::bench {
 

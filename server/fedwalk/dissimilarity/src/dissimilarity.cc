@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/dissimilarity.h"
+#include "nodefl/server/fedwalk/dissimilarity/dissimilarity.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "nodefl/protocol/fedwalk/hct_format.h"
-#include "nodefl/server/fedwalk/histogram_emd.h"
-#include "nodefl/server/fedwalk/pair_chunks.h"
+#include "nodefl/server/fedwalk/dissimilarity/histogram_emd.h"
+#include "nodefl/server/fedwalk/dissimilarity/pair_chunks.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

@@ -32,7 +32,7 @@
 
 #include "nodefl/core/assert.h"
 #include "nodefl/protocol/fedwalk/hct_format.h"
-#include "nodefl/server/fedwalk/dtw.h"
+#include "nodefl/server/fedwalk/dissimilarity/dtw.h"
 
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)

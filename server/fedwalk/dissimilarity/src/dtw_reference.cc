@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "nodefl/server/fedwalk/dtw.h"
+#include "nodefl/server/fedwalk/dissimilarity/dtw.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

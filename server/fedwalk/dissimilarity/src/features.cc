@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/features.h"
+#include "nodefl/server/fedwalk/dissimilarity/features.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/histogram_emd.h"
+#include "nodefl/server/fedwalk/dissimilarity/histogram_emd.h"
 
 namespace nodefl::server::fedwalk {
 

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/pair_chunks.h"
+#include "nodefl/server/fedwalk/dissimilarity/pair_chunks.h"
 
 #include <algorithm>
 

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "codebook_row.h"
-#include "nodefl/server/fedwalk/codebook.h"
+#include "nodefl/server/fedwalk/hct/codebook.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/server/fedwalk/codebook.h"
+#include "nodefl/server/fedwalk/hct/codebook.h"
 
 namespace nodefl::server::fedwalk {
 

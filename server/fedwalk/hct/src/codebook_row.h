@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "nodefl/protocol/fedwalk/hct_format.h"
-#include "nodefl/server/fedwalk/condensed_matrix.h"
-#include "nodefl/server/fedwalk/hct_tree.h"
+#include "nodefl/server/fedwalk/common/condensed_matrix.h"
+#include "nodefl/server/fedwalk/hct/hct_tree.h"
 
 namespace nodefl::server::fedwalk {
 

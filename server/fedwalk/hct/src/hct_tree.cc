@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/hct_tree.h"
+#include "nodefl/server/fedwalk/hct/hct_tree.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,7 +8,7 @@
 
 #include "nodefl/core/little_endian.h"
 #include "nodefl/protocol/fedwalk/hct_format.h"
-#include "nodefl/server/fedwalk/hct_tree.h"
+#include "nodefl/server/fedwalk/hct/hct_tree.h"
 
 namespace nodefl::server::fedwalk {
 

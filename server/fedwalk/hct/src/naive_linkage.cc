@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "nodefl/server/fedwalk/linkage.h"
+#include "nodefl/server/fedwalk/hct/linkage.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

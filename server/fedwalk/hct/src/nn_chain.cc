@@ -12,7 +12,7 @@
 #include <limits>
 #include <numeric>
 
-#include "nodefl/server/fedwalk/linkage.h"
+#include "nodefl/server/fedwalk/hct/linkage.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/cluster_histograms.h"
+#include "nodefl/server/fedwalk/histogram_walks/cluster_histograms.h"
 
 #include "nodefl/protocol/fedwalk/histogram_format.h"
 

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/cluster_partition.h"
+#include "nodefl/server/fedwalk/histogram_walks/cluster_partition.h"
 
 #include <algorithm>
 #include <random>

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/spectral_partition.h"
+#include "nodefl/server/fedwalk/histogram_walks/spectral_partition.h"
 
 #include <Eigen/Dense>
 
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "nodefl/protocol/fedwalk/histogram_format.h"
-#include "nodefl/server/fedwalk/fast_rng.h"
+#include "nodefl/server/fedwalk/skipgram/fast_rng.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

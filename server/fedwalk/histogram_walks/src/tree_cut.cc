@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/tree_cut.h"
+#include "nodefl/server/fedwalk/histogram_walks/tree_cut.h"
 
 #include <algorithm>
 #include <numeric>

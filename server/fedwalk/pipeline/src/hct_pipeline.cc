@@ -1,11 +1,11 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/hct_pipeline.h"
+#include "nodefl/server/fedwalk/pipeline/hct_pipeline.h"
 
 #include <chrono>
 #include <utility>
 
-#include "nodefl/server/fedwalk/dissimilarity.h"
-#include "nodefl/server/fedwalk/features.h"
+#include "nodefl/server/fedwalk/dissimilarity/dissimilarity.h"
+#include "nodefl/server/fedwalk/dissimilarity/features.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

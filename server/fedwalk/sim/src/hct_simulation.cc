@@ -1,12 +1,12 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/hct_simulation.h"
+#include "nodefl/server/fedwalk/sim/hct_simulation.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/server/fedwalk/bin_plan.h"
+#include "nodefl/server/fedwalk/common/bin_plan.h"
 #include "nodefl/fedwalk/degree_features.h"
 #include "nodefl/privacy/count_noise.h"
 #include "nodefl/random/drbg.h"

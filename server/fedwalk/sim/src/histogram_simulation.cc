@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/histogram_simulation.h"
+#include "nodefl/server/fedwalk/sim/histogram_simulation.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/negative_sampler.h"
+#include "nodefl/server/fedwalk/skipgram/negative_sampler.h"
 
 #include <cmath>
 #include <limits>

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/parallel_progress.h"
+#include "nodefl/server/fedwalk/skipgram/parallel_progress.h"
 
 #include <chrono>
 #include <condition_variable>

@@ -1,15 +1,15 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
-// The SkipGram inner loop (internal to nodefl_skipgram): one walk's worth of
+// The SkipGram inner loop (internal to nodefl_server_skipgram): one walk's worth of
 // SGD updates, with everything it touches passed in so that it allocates
 // nothing and calls nothing virtual.
 #pragma once
 
 #include <cstdint>
 
-#include "nodefl/server/fedwalk/fast_rng.h"
-#include "nodefl/server/fedwalk/negative_sampler.h"
-#include "nodefl/server/fedwalk/sigmoid_table.h"
+#include "nodefl/server/fedwalk/skipgram/fast_rng.h"
+#include "nodefl/server/fedwalk/skipgram/negative_sampler.h"
+#include "nodefl/server/fedwalk/skipgram/sigmoid_table.h"
 
 namespace nodefl::server::fedwalk::internal {
 

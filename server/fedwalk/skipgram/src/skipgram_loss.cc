@@ -7,9 +7,9 @@
 #include <cmath>
 #include <limits>
 
-#include "nodefl/server/fedwalk/fast_rng.h"
-#include "nodefl/server/fedwalk/negative_sampler.h"
-#include "nodefl/server/fedwalk/skipgram_train.h"
+#include "nodefl/server/fedwalk/skipgram/fast_rng.h"
+#include "nodefl/server/fedwalk/skipgram/negative_sampler.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_train.h"
 
 namespace nodefl::server::fedwalk {
 

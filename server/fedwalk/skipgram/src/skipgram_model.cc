@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/skipgram_model.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_model.h"
 
 namespace nodefl::server::fedwalk {
 

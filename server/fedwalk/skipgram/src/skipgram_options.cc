@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/skipgram_options.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_options.h"
 
 #include <cmath>
 

@@ -2,18 +2,18 @@
 //
 // Sets up SkipGram training and runs the workers; the per-walk SGD itself
 // is in skipgram_kernel.cc.
-#include "nodefl/server/fedwalk/skipgram_train.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_train.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <thread>
 
-#include "nodefl/server/fedwalk/fast_rng.h"
-#include "nodefl/server/fedwalk/parallel_progress.h"
-#include "nodefl/server/fedwalk/learning_rate.h"
-#include "nodefl/server/fedwalk/negative_sampler.h"
-#include "nodefl/server/fedwalk/sigmoid_table.h"
+#include "nodefl/server/fedwalk/skipgram/fast_rng.h"
+#include "nodefl/server/fedwalk/skipgram/parallel_progress.h"
+#include "nodefl/server/fedwalk/skipgram/learning_rate.h"
+#include "nodefl/server/fedwalk/skipgram/negative_sampler.h"
+#include "nodefl/server/fedwalk/skipgram/sigmoid_table.h"
 #include "skipgram_kernel.h"
 
 namespace nodefl::server::fedwalk {

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/fedwalk/walk_file.h"
+#include "nodefl/server/fedwalk/skipgram/walk_file.h"
 
 #include <algorithm>
 #include <cerrno>

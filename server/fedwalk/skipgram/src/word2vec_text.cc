@@ -10,7 +10,7 @@
 #include <fstream>
 #include <memory>
 
-#include "nodefl/server/fedwalk/skipgram_model.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_model.h"
 
 namespace nodefl::server::fedwalk {
 

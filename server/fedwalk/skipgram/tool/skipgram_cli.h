@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "nodefl/server/fedwalk/skipgram_options.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_options.h"
 
 namespace nodefl::server::fedwalk::cli {
 

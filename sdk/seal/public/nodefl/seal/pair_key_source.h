@@ -7,7 +7,7 @@
 // largest cost of a FedWalk walk job on the device.
 //
 // The hook exists for hosts that run many devices in one process (the
-// emulator, server/emulator/shared_pair_keys.h): pair keys are symmetric
+// emulator, server/emulator/src/shared_pair_keys.h): pair keys are symmetric
 // (both devices of a pair derive the same ones) and a certificate that one
 // emulated device verified need not be verified again by the next, so such a
 // host may remember them across its devices. A source must return exactly

@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "nodefl/protocol/fedwalk/hct_format.h"
-#include "nodefl/server/fedwalk/hct_pipeline.h"
-#include "nodefl/server/fedwalk/hct_transcript.h"
+#include "nodefl/server/fedwalk/pipeline/hct_pipeline.h"
+#include "nodefl/server/fedwalk/common/hct_transcript.h"
 #include "nodefl/server/jobs/job.h"
 
 namespace nodefl::server::jobs {

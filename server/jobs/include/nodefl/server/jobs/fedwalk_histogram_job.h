@@ -30,10 +30,10 @@
 #include <vector>
 
 #include "nodefl/protocol/fedwalk/histogram_format.h"
-#include "nodefl/server/fedwalk/cluster_histograms.h"
-#include "nodefl/server/fedwalk/histogram_plan.h"
-#include "nodefl/server/fedwalk/histogram_walks.h"
-#include "nodefl/server/fedwalk/skipgram_options.h"
+#include "nodefl/server/fedwalk/histogram_walks/cluster_histograms.h"
+#include "nodefl/server/fedwalk/histogram_walks/histogram_plan.h"
+#include "nodefl/server/fedwalk/histogram_walks/histogram_walks.h"
+#include "nodefl/server/fedwalk/skipgram/skipgram_options.h"
 #include "nodefl/server/jobs/job.h"
 
 namespace nodefl::server::jobs {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "nodefl/server/log.h"
+#include "nodefl/server/core/log.h"
 #include "nodefl/protocol/envelope.pb.h"
 
 namespace nodefl::server::jobs {

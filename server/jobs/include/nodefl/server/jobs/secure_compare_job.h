@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "nodefl/protocol/compare/job_format.h"
-#include "nodefl/server/compare/comparison_service.h"
+#include "nodefl/server/compare_service/comparison_service.h"
 #include "nodefl/server/jobs/job.h"
 
 namespace nodefl::server::jobs {
@@ -90,7 +90,7 @@ class SecureCompareJob final : public Job {
 
   const SecureCompareSummary& summary() const { return summary_; }
   const nodefl::compare::CompareJobParameters& parameters() const { return options_.params; }
-  const server::compare::ComparisonService& sessions() const { return service_; }
+  const server::compare_service::ComparisonService& sessions() const { return service_; }
   // Lumos's greedy initialisation as far as the server knows it: for every
   // participant, the neighbours it keeps (ascending). Empty without public
   // results.
@@ -113,7 +113,7 @@ class SecureCompareJob final : public Job {
   std::vector<uint32_t> participants_;
   std::map<uint32_t, DeviceState> devices_;
   std::set<std::pair<uint32_t, uint32_t>> requests_;  // (a, b), a < b
-  server::compare::ComparisonService service_;
+  server::compare_service::ComparisonService service_;
   Phase phase_ = Phase::kIdle;
   uint64_t round_started_us_ = 0;
   SecureCompareSummary summary_;

@@ -31,14 +31,18 @@
 #include <string>
 #include <vector>
 
-#include "nodefl/server/delivery_target.h"
+#include "nodefl/server/core/delivery_target.h"
 #include "nodefl/server/net/server_context.h"
-#include "nodefl/server/net/tls_socket.h"
+#include "nodefl/host/net/tls_socket.h"
 #include "nodefl/protocol/envelope.pb.h"
 #include "nodefl/protocol/chunk.h"
 #include "nodefl/protocol/frame.h"
 
 namespace nodefl::server::net {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using host::net::TlsSocket;
 
 class Connection final : public DeliveryTarget, public std::enable_shared_from_this<Connection> {
  public:

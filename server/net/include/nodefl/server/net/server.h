@@ -12,8 +12,8 @@
 #include <memory>
 #include <string>
 
-#include "nodefl/server/config.h"
-#include "nodefl/server/log.h"
+#include "nodefl/server/core/config.h"
+#include "nodefl/server/core/log.h"
 
 namespace nodefl::server::net {
 

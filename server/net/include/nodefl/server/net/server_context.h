@@ -11,12 +11,12 @@
 #include <memory>
 #include <vector>
 
-#include "nodefl/server/config.h"
-#include "nodefl/server/job_keys.h"
-#include "nodefl/server/log.h"
+#include "nodefl/server/core/config.h"
+#include "nodefl/server/core/job_keys.h"
+#include "nodefl/server/core/log.h"
 #include "nodefl/server/net/peer_certificates.h"
-#include "nodefl/server/registry.h"
-#include "nodefl/server/relay.h"
+#include "nodefl/server/core/registry.h"
+#include "nodefl/server/core/relay.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/protocol/envelope.pb.h"
 

@@ -1,0 +1,247 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// EmulatedDevice: one graph node running the real device SDK: its own
+// credentials and DRBG, its own TLS connection (tls::TlsEndpoint through
+// TlsSocket), a device::DeviceSession and the roles it serves. Only its own
+// neighbour list is given to it. Three coroutines on its strand: reader,
+// writer and a poll timer; reconnects with its resume token if the
+// connection breaks.
+#pragma once
+
+#include <utility>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nodefl/device/device_session.h"
+#include "nodefl/fedwalk/hct_role.h"
+#include "nodefl/fedwalk/histogram_role.h"
+#include "nodefl/compare/compare_role.h"
+#include "nodefl/fedwalk/walk_role.h"
+#include "nodefl/emulator/shared_pair_keys.h"
+#include "nodefl/privacy/ledger.h"
+#include "nodefl/random/drbg.h"
+#include "nodefl/roles/neighbour_echo.h"
+#include "nodefl/host/net/tls_socket.h"
+#include "nodefl/tls/config.h"
+#include "nodefl/tls/credentials.h"
+
+namespace nodefl::emulator {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+// Counters shared by all devices (atomics: devices run on several threads).
+struct FleetStats {
+  std::atomic<uint64_t> connecting{0};
+  std::atomic<uint64_t> connected{0};       // handshake done, at some point
+  std::atomic<uint64_t> reconnects{0};
+  std::atomic<uint64_t> connect_failures{0};
+  std::atomic<uint64_t> failed{0};          // gave up
+  std::atomic<uint64_t> finished{0};        // role reported round 2
+  std::atomic<uint64_t> sealed_sent{0};
+  std::atomic<uint64_t> verified_received{0};
+  std::atomic<uint64_t> duplicates{0};
+  std::atomic<uint64_t> rejected{0};
+  std::atomic<uint64_t> handshake_us_total{0};
+  // FedWalk HCT.
+  std::atomic<uint64_t> hct_rounds_reported{0};
+  std::atomic<uint64_t> hct_codebook_rows{0};
+  std::atomic<uint64_t> hct_failures{0};
+  // FedWalk walks.
+  std::atomic<uint64_t> walks_forwarded{0};
+  std::atomic<uint64_t> walks_finished{0};
+  std::atomic<uint64_t> walks_dropped{0};
+  // Strict FedWalk's cluster histograms.
+  std::atomic<uint64_t> histogram_releases{0};
+  std::atomic<uint64_t> histogram_failures{0};
+  // Secure comparisons.
+  std::atomic<uint64_t> compare_done{0};
+  std::atomic<uint64_t> compare_aborted{0};
+  std::atomic<uint64_t> compare_messages{0};
+  std::atomic<uint64_t> compare_bytes{0};
+};
+
+// Limits how many devices connect and handshake at the same time, so that
+// 10,000 devices do not all hit the server's accept queue at once.
+class ConnectGate {
+ public:
+  explicit ConnectGate(size_t slots) : free_(slots) {}
+  bool TryEnter() {
+    size_t f = free_.load();
+    while (f > 0) {
+      if (free_.compare_exchange_weak(f, f - 1)) return true;
+    }
+    return false;
+  }
+  void Leave() { free_.fetch_add(1); }
+
+ private:
+  std::atomic<size_t> free_;
+};
+
+struct DeviceSetup {
+  uint32_t id = 0;
+  std::vector<uint32_t> neighbours;  // sorted; at most the cap (NeighbourCap's choice)
+  uint32_t degree = 0;               // the real degree (above neighbours.size() when capped)
+  std::vector<uint8_t> certificate_der;
+  std::vector<uint8_t> private_key_der;
+};
+
+struct FleetSetup {
+  tcp::endpoint server;
+  std::string server_name;
+  const tls::TlsCredentials* ca = nullptr;  // holds the pinned CA chain
+  FleetStats* stats = nullptr;
+  ConnectGate* gate = nullptr;
+  uint32_t max_connect_attempts = 20;
+  // Timers only: heartbeats, deadlines. Progress is driven by traffic (a
+  // poll after every read and every completed write).
+  std::chrono::milliseconds poll_interval{1000};
+  // Which job the fleet takes part in: "neighbour-echo", "fedwalk-hct",
+  // "fedwalk" (in paper mode HCT then walks, in strict mode the
+  // cluster-histogram job), "fedwalk-histograms" or "secure-compare";
+  // decides which roles a device serves and when it is finished.
+  std::string job = "neighbour-echo";
+  std::string fedwalk_mode = "strict";  // the server's fedwalk_mode, for job "fedwalk"
+  // FedWalk HCT storage per device: codebook entries per neighbour plus a
+  // spare of kCodebookSpareEntries (rows hold one to a few entries at the
+  // paper's epsilon; deg x K always suffices), and whether to keep
+  // the published tree and the whole bin plan (memory: ~13 bytes per vertex
+  // per device).
+  uint32_t codebook_entries_per_neighbour = 8;
+  static constexpr uint32_t kCodebookSpareEntries = 1024;
+  bool keep_tree_and_bin_plan = false;
+  uint32_t vertex_count = 0;  // for sizing the kept tree and bin plan
+  // FedWalk walks: walks a device holds at once (this plus a quarter of
+  // its degree, at most kMaxPendingWalks), the longest walk it can hold,
+  // and peer keys it caches for non-neighbours (2-hop jumps).
+  uint32_t walk_slots = 32;
+  uint32_t walk_length_capacity = 80;
+  uint32_t walk_peer_cache = 256;
+  // Certificate checks and pair keys shared between the emulated devices
+  // (shared_pair_keys.h); nullptr: every device computes its own.
+  SharedPairKeys* shared_pair_keys = nullptr;
+  // Secure comparisons: sessions a device runs at once and comparisons per
+  // session it has room for.
+  uint32_t compare_contexts = 4;
+  uint32_t compare_slots = 16;
+  // Every device's privacy budget (privacy/ledger.h): what it refuses to
+  // release, whatever the server asks.
+  PrivacyBudget budget;
+  // The public neighbour cap every device applies (0: none).
+  uint32_t max_neighbours = 0;
+};
+
+class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
+ public:
+  EmulatedDevice(asio::io_context& io, const FleetSetup& fleet, DeviceSetup setup);
+  ~EmulatedDevice();
+
+  // Loads credentials and builds the TLS configuration and the session.
+  Status Init();
+  void Start();
+  void Stop();
+
+  // The job this device was told to expect has finished on the device
+  // (FleetSetup::job: the echo job's round 2, the FedWalk HCT job's round
+  // 3, or the walk job's round 3).
+  bool finished() const;
+  bool failed() const { return failed_; }
+  uint32_t id() const { return setup_.id; }
+  const roles::NeighbourEchoRole::Stats* stats() const { return role_ ? &role_->stats() : nullptr; }
+  const fedwalk::FedWalkHctRole* hct_role() const { return hct_role_.get(); }
+  const PrivacyLedger* ledger() const { return ledger_.get(); }
+  const fedwalk::FedWalkWalkRole* walk_role() const { return walk_role_.get(); }
+  const fedwalk::FedWalkHistogramRole* histogram_role() const { return histogram_role_.get(); }
+  const compare::SecureCompareRole* compare_role() const { return compare_role_.get(); }
+  const char* last_error() const { return last_error_.c_str(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  asio::awaitable<void> Run();
+  asio::awaitable<bool> Connect();
+  asio::awaitable<void> Reader();
+  asio::awaitable<void> Writer();
+  asio::awaitable<void> Poller();
+  void Wake();
+  uint64_t NowMicros() const;
+  void Fail(const std::string& why);
+  // Moves the role's counts into the fleet counters (after every step).
+  void NoteProgress();
+
+  const FleetSetup& fleet_;
+  DeviceSetup setup_;
+  asio::strand<asio::io_context::executor_type> strand_;
+  asio::steady_timer wake_;
+  asio::steady_timer poll_timer_;
+
+  Drbg drbg_;
+  tls::TlsCredentials credentials_;
+  tls::TlsConfig tls_config_;
+  std::unique_ptr<host::net::TlsSocket> tls_;
+  std::vector<uint8_t> frame_buffer_;
+  std::vector<uint8_t> output_buffer_;
+  std::unique_ptr<device::DeviceSession> session_;
+  std::vector<roles::EchoPeer> peers_;
+  std::unique_ptr<roles::NeighbourEchoRole> role_;
+  // FedWalk HCT: its own DRBG for noise (kept apart from TLS randomness),
+  // ledger and storage.
+  Drbg noise_drbg_;
+  std::vector<LedgerEntry> ledger_entries_;
+  std::unique_ptr<PrivacyLedger> ledger_;
+  std::vector<fedwalk::HctNeighbour> hct_neighbours_;
+  std::vector<fedwalk::CodebookEntry> codebook_pool_;
+  std::vector<uint8_t> tree_storage_;
+  std::vector<uint8_t> bin_plan_storage_;
+  std::unique_ptr<fedwalk::FedWalkHctRole> hct_role_;
+  uint32_t hct_reported_rounds_ = 0;
+  // Walk role and its storage (bound to the HCT results once those exist).
+  std::vector<fedwalk::WalkPeer> walk_neighbour_peers_;
+  std::vector<fedwalk::WalkPeer> walk_peer_cache_;
+  std::vector<fedwalk::WalkSlot> walk_slots_;
+  std::vector<uint8_t> walk_slot_memory_;
+  std::vector<uint8_t> walk_scratch_;
+  std::vector<uint32_t> walk_tree_parent_;
+  std::vector<uint32_t> walk_leaf_of_vertex_;
+  std::vector<uint32_t> walk_pool_;
+  std::unique_ptr<fedwalk::FedWalkWalkRole> walk_role_;
+  bool walk_bound_ = false;
+  fedwalk::FedWalkWalkRole::Stats walk_reported_{};
+  uint32_t hct_reported_failures_ = 0;
+  // Strict FedWalk: one cell per cluster (the job's vertex count, at most
+  // 65535) and the neighbours' clusters.
+  std::vector<fedwalk::HistogramNeighbour> histogram_neighbours_;
+  std::vector<int32_t> histogram_cells_;
+  std::unique_ptr<fedwalk::FedWalkHistogramRole> histogram_role_;
+  fedwalk::FedWalkHistogramRole::Stats histogram_reported_{};
+  // Secure comparisons.
+  std::vector<compare::ComparePeer> compare_peers_;
+  std::vector<compare::CompareContext> compare_contexts_;
+  std::vector<compare::ComparisonSlot> compare_slots_;
+  std::vector<uint8_t> compare_tables_;
+  std::unique_ptr<compare::SecureCompareRole> compare_role_;
+  compare::SecureCompareRole::Stats compare_reported_{};
+
+  bool connection_up_ = false;
+  bool stopping_ = false;
+  bool failed_ = false;
+  bool wake_pending_ = false;
+  bool counted_finished_ = false;
+  uint32_t connection_epoch_ = 0;
+  std::string last_error_;
+  Clock::time_point epoch_ = Clock::now();
+  roles::NeighbourEchoRole::Stats reported_{};
+};
+
+}  // namespace nodefl::emulator

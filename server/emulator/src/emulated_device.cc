@@ -1,0 +1,431 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/emulator/emulated_device.h"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+
+#include "nodefl/platform/host_platform.h"
+#include "nodefl/tls/rng.h"
+#include "nodefl/protocol/limits.h"
+
+namespace nodefl::emulator {
+namespace {
+
+constexpr size_t kPlaintextChunk = 4096;
+constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
+// Room for several frames, so a role can send a batch of sealed messages per
+// poll without waiting for the socket.
+constexpr size_t kOutputFrames = 4;
+
+// One entropy source for every device's DRBG; it must outlive them all.
+const EntropySource& HostEntropy() {
+  static const EntropySource source{&host::HostEntropyFill, nullptr};
+  return source;
+}
+
+}  // namespace
+
+EmulatedDevice::EmulatedDevice(asio::io_context& io, const FleetSetup& fleet, DeviceSetup setup)
+    : fleet_(fleet),
+      setup_(std::move(setup)),
+      strand_(asio::make_strand(io)),
+      wake_(strand_),
+      poll_timer_(strand_) {}
+
+EmulatedDevice::~EmulatedDevice() = default;
+
+uint64_t EmulatedDevice::NowMicros() const {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - epoch_).count());
+}
+
+void EmulatedDevice::Fail(const std::string& why) {
+  if (!failed_) fleet_.stats->failed.fetch_add(1);
+  failed_ = true;
+  last_error_ = why;
+}
+
+Status EmulatedDevice::Init() {
+  const uint8_t personal[4] = {static_cast<uint8_t>(setup_.id), static_cast<uint8_t>(setup_.id >> 8),
+                               static_cast<uint8_t>(setup_.id >> 16), static_cast<uint8_t>(setup_.id >> 24)};
+  NODEFL_TRY(drbg_.SeedFromEntropy(HostEntropy(), ConstByteSpan(personal)));
+  NODEFL_TRY(credentials_.ShareCaChain(*fleet_.ca));
+  NODEFL_TRY(credentials_.LoadOwnIdentity(ConstByteSpan(setup_.certificate_der),
+                                          ConstByteSpan(setup_.private_key_der)));
+  // The key material now lives in MbedTLS's contexts; drop our copies.
+  std::fill(setup_.private_key_der.begin(), setup_.private_key_der.end(), 0);
+  setup_.private_key_der.clear();
+  setup_.certificate_der.clear();
+  NODEFL_TRY(tls_config_.Init(tls::TlsRole::kClient, credentials_, &tls::DrbgRandom, &drbg_));
+
+  frame_buffer_.resize(kMaxFrame);
+  output_buffer_.resize(kOutputFrames * kMaxFrame);
+  device::SessionOptions options;
+  options.device_id = setup_.id;
+  session_ = std::make_unique<device::DeviceSession>(
+      options, device::SessionBuffers{ByteSpan(frame_buffer_), ByteSpan(output_buffer_)});
+
+  peers_.resize(setup_.neighbours.size());
+  for (size_t i = 0; i < peers_.size(); ++i) peers_[i].id = setup_.neighbours[i];
+  role_ = std::make_unique<roles::NeighbourEchoRole>(setup_.id, Span<roles::EchoPeer>(peers_), credentials_,
+                                                     &tls::DrbgRandom, &drbg_);
+  NODEFL_TRY(role_->Init());
+  NODEFL_TRY(session_->AddRole(*role_));
+
+  const uint8_t noise_personal[5] = {'n', personal[0], personal[1], personal[2], personal[3]};
+  NODEFL_TRY(noise_drbg_.SeedFromEntropy(HostEntropy(), ConstByteSpan(noise_personal)));
+  ledger_entries_.resize(8);
+  ledger_ = std::make_unique<PrivacyLedger>(Span<LedgerEntry>(ledger_entries_), fleet_.budget);
+  hct_neighbours_.resize(setup_.neighbours.size());
+  for (size_t i = 0; i < hct_neighbours_.size(); ++i) hct_neighbours_[i].id = setup_.neighbours[i];
+  codebook_pool_.resize(setup_.neighbours.size() * size_t{fleet_.codebook_entries_per_neighbour} +
+                        FleetSetup::kCodebookSpareEntries);
+  if (fleet_.keep_tree_and_bin_plan && fleet_.vertex_count > 0) {
+    tree_storage_.resize(static_cast<size_t>(fedwalk::TreeArtefactBytes(fleet_.vertex_count)));
+    bin_plan_storage_.resize(fleet_.vertex_count);
+  }
+  fedwalk::HctStorage storage;
+  storage.neighbours = Span<fedwalk::HctNeighbour>(hct_neighbours_);
+  storage.codebook_pool = Span<fedwalk::CodebookEntry>(codebook_pool_);
+  storage.tree = ByteSpan(tree_storage_);
+  storage.bin_plan = ByteSpan(bin_plan_storage_);
+  hct_role_ = std::make_unique<fedwalk::FedWalkHctRole>(setup_.id, storage, noise_drbg_, *ledger_);
+  NODEFL_TRY(hct_role_->Init(std::max<uint32_t>(setup_.degree, static_cast<uint32_t>(setup_.neighbours.size())),
+                             fleet_.max_neighbours == 0 ? fedwalk::FedWalkHctRole::kNoNeighbourCap
+                                                        : fleet_.max_neighbours));
+  NODEFL_TRY(session_->AddRole(*hct_role_));
+
+  const bool strict_fedwalk =
+      fleet_.job == "fedwalk-histograms" || (fleet_.job == "fedwalk" && fleet_.fedwalk_mode == "strict");
+  if (strict_fedwalk) {
+    histogram_neighbours_.resize(setup_.neighbours.size());
+    for (size_t i = 0; i < histogram_neighbours_.size(); ++i) histogram_neighbours_[i].id = setup_.neighbours[i];
+    histogram_cells_.resize(std::clamp<size_t>(fleet_.vertex_count, 1, fedwalk::kMaxClusters));
+    fedwalk::HistogramStorage hs;
+    hs.neighbours = Span<fedwalk::HistogramNeighbour>(histogram_neighbours_);
+    hs.cells = Span<int32_t>(histogram_cells_);
+    histogram_role_ = std::make_unique<fedwalk::FedWalkHistogramRole>(setup_.id, hs, noise_drbg_, *ledger_);
+    NODEFL_TRY(histogram_role_->Init(
+        std::max<uint32_t>(setup_.degree, static_cast<uint32_t>(setup_.neighbours.size())),
+        fleet_.max_neighbours == 0 ? fedwalk::FedWalkHistogramRole::kNoNeighbourCap : fleet_.max_neighbours));
+    NODEFL_TRY(session_->AddRole(*histogram_role_));
+  }
+  if (fleet_.job == "fedwalk" && !strict_fedwalk) {
+    const size_t n = fleet_.vertex_count;
+    walk_neighbour_peers_.resize(setup_.neighbours.size());
+    walk_peer_cache_.resize(fleet_.walk_peer_cache);
+    // A random walk visits a vertex in proportion to its degree, so a hub
+    // holds many walks at once: room grows with the degree.
+    const size_t slots = std::min<size_t>(fedwalk::kMaxPendingWalks,
+                                          fleet_.walk_slots + setup_.neighbours.size() / 4);
+    walk_slots_.resize(slots);
+    walk_slot_memory_.resize(slots * fedwalk::WalkSlotBytes(fleet_.walk_length_capacity));
+    walk_scratch_.resize(fedwalk::WalkSlotBytes(fleet_.walk_length_capacity));
+    walk_tree_parent_.resize(fedwalk::TreeIndex::NodeCount(static_cast<uint32_t>(n)));
+    walk_leaf_of_vertex_.resize(n);
+    walk_pool_.resize(n);
+    fedwalk::WalkStorage ws;
+    ws.neighbour_peers = Span<fedwalk::WalkPeer>(walk_neighbour_peers_);
+    ws.peer_cache = Span<fedwalk::WalkPeer>(walk_peer_cache_);
+    ws.slots = Span<fedwalk::WalkSlot>(walk_slots_);
+    ws.slot_memory = ByteSpan(walk_slot_memory_);
+    ws.scratch = ByteSpan(walk_scratch_);
+    ws.tree_parent = Span<uint32_t>(walk_tree_parent_);
+    ws.tree_leaf_of_vertex = Span<uint32_t>(walk_leaf_of_vertex_);
+    ws.pool = Span<uint32_t>(walk_pool_);
+    // Walk decisions and encodings draw from the noise DRBG; ECDH blinding
+    // from the TLS one (tls/rng.h asks for separate generators).
+    walk_role_ = std::make_unique<fedwalk::FedWalkWalkRole>(setup_.id, ws, credentials_, &tls::DrbgRandom, &drbg_,
+                                                          noise_drbg_, *ledger_);
+    if (fleet_.shared_pair_keys != nullptr) walk_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
+    NODEFL_TRY(session_->AddRole(*walk_role_));
+  }
+  if (fleet_.job == "secure-compare") {
+    compare_peers_.resize(setup_.neighbours.size());
+    for (size_t i = 0; i < compare_peers_.size(); ++i) compare_peers_[i].id = setup_.neighbours[i];
+    // Room for the widest plan (32-bit inputs in 8-bit digits: 256 table
+    // bytes per comparison).
+    constexpr size_t kTableBytesPerComparison = 256;
+    const size_t contexts = fleet_.compare_contexts, slots = fleet_.compare_slots;
+    compare_contexts_ = std::vector<compare::CompareContext>(contexts);
+    compare_slots_.resize(contexts * slots);
+    compare_tables_.resize(contexts * slots * kTableBytesPerComparison);
+    for (size_t c = 0; c < contexts; ++c) {
+      compare_contexts_[c].Bind(Span<compare::ComparisonSlot>(compare_slots_.data() + c * slots, slots),
+                                ByteSpan(compare_tables_.data() + c * slots * kTableBytesPerComparison,
+                                         slots * kTableBytesPerComparison));
+    }
+    compare_role_ = std::make_unique<compare::SecureCompareRole>(
+        setup_.id, Span<compare::ComparePeer>(compare_peers_), Span<compare::CompareContext>(compare_contexts_),
+        credentials_, &tls::DrbgRandom, &drbg_);
+    if (fleet_.shared_pair_keys != nullptr) compare_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
+    NODEFL_TRY(compare_role_->Init());
+    NODEFL_TRY(session_->AddRole(*compare_role_));
+  }
+  return Status::Ok();
+}
+
+bool EmulatedDevice::finished() const {
+  if (histogram_role_) return histogram_role_->finished();
+  if (fleet_.job == "fedwalk") return walk_role_ && walk_role_->finished();
+  if (fleet_.job == "secure-compare") return compare_role_ && compare_role_->finished();
+  if (fleet_.job == "fedwalk-hct") return hct_role_ && hct_role_->finished();
+  return role_ && role_->finished();
+}
+
+void EmulatedDevice::Start() {
+  asio::co_spawn(strand_, [self = shared_from_this()] { return self->Run(); }, asio::detached);
+}
+
+void EmulatedDevice::Stop() {
+  asio::post(strand_, [self = shared_from_this()] {
+    self->stopping_ = true;
+    if (self->session_->state() == device::SessionState::kReady) {
+      self->session_->Close("emulator finished").IgnoreError();
+    }
+    self->Wake();
+    self->poll_timer_.cancel();
+  });
+}
+
+void EmulatedDevice::Wake() {
+  wake_pending_ = true;
+  wake_.cancel();
+}
+
+asio::awaitable<bool> EmulatedDevice::Connect() {
+  asio::steady_timer pause(strand_);
+  while (!fleet_.gate->TryEnter()) {
+    pause.expires_after(std::chrono::milliseconds(5));
+    boost::system::error_code ec;
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (stopping_) co_return false;
+  }
+  fleet_.stats->connecting.fetch_add(1);
+  const auto started = Clock::now();
+  tcp::socket socket(strand_);
+  boost::system::error_code ec;
+  co_await socket.async_connect(fleet_.server, asio::redirect_error(asio::use_awaitable, ec));
+  bool ok = false;
+  if (ec) {
+    last_error_ = "connect: " + ec.message();
+  } else {
+    socket.set_option(tcp::no_delay(true), ec);
+    tls_ = std::make_unique<host::net::TlsSocket>(std::move(socket), host::net::TlsSocket::Buffers{});
+    Status st = tls_->Init(tls_config_, fleet_.server_name.c_str());
+    if (st.ok()) st = co_await tls_->Handshake();
+    if (st.ok()) {
+      ok = true;
+      fleet_.stats->handshake_us_total.fetch_add(static_cast<uint64_t>(
+          std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count()));
+    } else {
+      last_error_ = std::string("tls handshake: ") + st.str() + " " + tls_->endpoint().last_error_text();
+      tls_->Close();
+    }
+  }
+  fleet_.stats->connecting.fetch_sub(1);
+  fleet_.gate->Leave();
+  co_return ok;
+}
+
+asio::awaitable<void> EmulatedDevice::Run() {
+  auto self = shared_from_this();
+  uint32_t attempts = 0;
+  bool ever_connected = false;
+  while (!stopping_ && !failed_) {
+    if (!co_await Connect()) {
+      if (stopping_) break;
+      fleet_.stats->connect_failures.fetch_add(1);
+      if (++attempts >= fleet_.max_connect_attempts) {
+        Fail("gave up connecting: " + last_error_);
+        break;
+      }
+      asio::steady_timer backoff(strand_, std::chrono::milliseconds(100 * attempts));
+      boost::system::error_code ec;
+      co_await backoff.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      continue;
+    }
+    attempts = 0;
+    const Status begun = ever_connected ? session_->Reconnect(NowMicros()) : session_->Start(NowMicros());
+    if (!begun.ok()) {
+      Fail(std::string("session start: ") + begun.str());
+      break;
+    }
+    if (ever_connected) fleet_.stats->reconnects.fetch_add(1);
+    if (!ever_connected) fleet_.stats->connected.fetch_add(1);
+    ever_connected = true;
+    connection_up_ = true;
+    ++connection_epoch_;
+    asio::co_spawn(strand_, Writer(), asio::detached);
+    asio::co_spawn(strand_, Poller(), asio::detached);
+    co_await Reader();
+    connection_up_ = false;
+    Wake();
+    poll_timer_.cancel();
+    tls_->Close();
+    NoteProgress();
+    if (session_->state() == device::SessionState::kClosed && !stopping_) {
+      // A finished device may be sent away (the server ends after its job);
+      // otherwise the server refused us or the protocol broke, and retrying
+      // would not help.
+      if (!finished()) Fail(std::string("session closed: ") + session_->last_error());
+      break;
+    }
+  }
+}
+
+asio::awaitable<void> EmulatedDevice::Reader() {
+  std::vector<uint8_t> plain(kPlaintextChunk);
+  std::vector<uint8_t> pending;
+  asio::steady_timer pause(strand_);
+  while (connection_up_) {
+    Result<size_t> n = co_await tls_->Read(ByteSpan(plain));
+    if (!n.ok() || *n == 0) {
+      if (!n.ok()) last_error_ = std::string("read: ") + n.status().str();
+      co_return;
+    }
+    pending.insert(pending.end(), plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(*n));
+    while (!pending.empty() && connection_up_) {
+      size_t consumed = 0;
+      const Status st = session_->OnReceived(ConstByteSpan(pending), NowMicros(), &consumed);
+      pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(consumed));
+      if (!st.ok()) {
+        last_error_ = std::string("session: ") + st.str() + " " + session_->last_error();
+        Wake();
+        co_return;
+      }
+      if (Status polled = session_->Poll(NowMicros()); !polled.ok()) {
+        last_error_ = std::string("poll: ") + polled.str() + " " + session_->last_error();
+        co_return;
+      }
+      NoteProgress();
+      Wake();
+      if (!pending.empty()) {
+        // The session's output is full: let the writer drain it first.
+        pause.expires_after(std::chrono::milliseconds(1));
+        boost::system::error_code ec;
+        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+    }
+  }
+}
+
+asio::awaitable<void> EmulatedDevice::Writer() {
+  auto self = shared_from_this();
+  const uint32_t epoch = connection_epoch_;
+  std::vector<uint8_t> batch;
+  while (connection_up_ && epoch == connection_epoch_) {
+    const ConstByteSpan out = session_->PendingOutput();
+    if (out.empty()) {
+      if (stopping_ && session_->state() == device::SessionState::kClosed) {
+        co_await tls_->GracefulClose();
+        co_return;
+      }
+      if (!wake_pending_) {
+        wake_.expires_at(Clock::time_point::max());
+        boost::system::error_code ec;
+        co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+      wake_pending_ = false;
+      continue;
+    }
+    // Copy first: the session keeps appending while the socket write waits.
+    batch.assign(out.begin(), out.end());
+    session_->ConsumeOutput(out.size());
+    const Status written = co_await tls_->Write(ConstByteSpan(batch));
+    if (!written.ok()) {
+      tls_->Close();
+      co_return;
+    }
+    // Output space is free again: let the roles continue their bulk work.
+    if (connection_up_ && session_->state() == device::SessionState::kReady) {
+      if (!session_->Poll(NowMicros()).ok()) {
+        tls_->Close();
+        co_return;
+      }
+      NoteProgress();
+    }
+  }
+}
+
+asio::awaitable<void> EmulatedDevice::Poller() {
+  auto self = shared_from_this();
+  const uint32_t epoch = connection_epoch_;
+  while (connection_up_ && epoch == connection_epoch_ && !stopping_) {
+    poll_timer_.expires_after(fleet_.poll_interval);
+    boost::system::error_code ec;
+    co_await poll_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!connection_up_ || epoch != connection_epoch_) break;
+    const Status polled = session_->Poll(NowMicros());
+    if (!polled.ok()) {
+      last_error_ = std::string("poll: ") + polled.str() + " " + session_->last_error();
+      tls_->Close();  // the reader sees the failure and the device reconnects
+      break;
+    }
+    Wake();
+    NoteProgress();
+  }
+}
+
+void EmulatedDevice::NoteProgress() {
+  const auto& s = role_->stats();
+  if (s.sent < reported_.sent || s.received < reported_.received) reported_ = {};  // a new job began
+  fleet_.stats->sealed_sent.fetch_add(s.sent - reported_.sent);
+  fleet_.stats->verified_received.fetch_add(s.received - reported_.received);
+  fleet_.stats->duplicates.fetch_add(s.duplicates - reported_.duplicates);
+  fleet_.stats->rejected.fetch_add(s.rejected - reported_.rejected);
+  reported_ = s;
+  const auto& h = hct_role_->stats();
+  if (h.reports > hct_reported_rounds_) {
+    fleet_.stats->hct_rounds_reported.fetch_add(h.reports - hct_reported_rounds_);
+    hct_reported_rounds_ = h.reports;
+  }
+  if (h.failures > hct_reported_failures_) {
+    fleet_.stats->hct_failures.fetch_add(h.failures - hct_reported_failures_);
+    hct_reported_failures_ = h.failures;
+  }
+  if (walk_role_) {
+    // The walk job needs what the HCT job left on the device: bind it as
+    // soon as that job is done (before the walk job's first message).
+    if (!walk_bound_ && hct_role_->finished()) {
+      walk_bound_ = true;
+      const Status bound = walk_role_->Init(fedwalk::WalkInputsFrom(*hct_role_));
+      if (!bound.ok()) Fail(std::string("walk role: ") + bound.str());
+    }
+    const auto& w = walk_role_->stats();
+    fleet_.stats->walks_forwarded.fetch_add(w.forwarded - walk_reported_.forwarded);
+    fleet_.stats->walks_finished.fetch_add(w.finished - walk_reported_.finished);
+    fleet_.stats->walks_dropped.fetch_add(w.dropped - walk_reported_.dropped);
+    walk_reported_ = w;
+  }
+  if (histogram_role_) {
+    const auto& hs = histogram_role_->stats();
+    if (hs.releases < histogram_reported_.releases || hs.failures < histogram_reported_.failures) {
+      histogram_reported_ = {};  // a new job began
+    }
+    fleet_.stats->histogram_releases.fetch_add(hs.releases - histogram_reported_.releases);
+    fleet_.stats->histogram_failures.fetch_add(hs.failures - histogram_reported_.failures);
+    histogram_reported_ = hs;
+  }
+  if (compare_role_) {
+    const auto& c = compare_role_->stats();
+    fleet_.stats->compare_done.fetch_add(c.done - compare_reported_.done);
+    fleet_.stats->compare_aborted.fetch_add(c.aborted - compare_reported_.aborted);
+    fleet_.stats->compare_messages.fetch_add(c.messages_sent - compare_reported_.messages_sent);
+    fleet_.stats->compare_bytes.fetch_add(c.bytes_sent - compare_reported_.bytes_sent);
+    compare_reported_ = c;
+  }
+  if (finished() && !counted_finished_) {
+    if (hct_role_->finished()) fleet_.stats->hct_codebook_rows.fetch_add(h.codebook_rows_kept);
+    counted_finished_ = true;
+    fleet_.stats->finished.fetch_add(1);
+  }
+}
+
+}  // namespace nodefl::emulator

@@ -1,0 +1,583 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// nodefl-emulate: runs every node of a graph (shared TSV layout) as a real
+// nodefl device, each with its own TLS connection to a running nodefl-server,
+// all inside this process. Each device is given only its own neighbour list.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "nodefl/emulator/emulated_device.h"
+#include "nodefl/host/dataset/graph_dataset.h"
+#include "nodefl/host/pki/device_bundle.h"
+#include "nodefl/privacy/ledger.h"
+#include "nodefl/privacy/neighbour_cap.h"
+#include "nodefl/host/net/process_limits.h"
+
+namespace {
+
+namespace asio = boost::asio;
+using nodefl::emulator::DeviceSetup;
+using nodefl::emulator::EmulatedDevice;
+using nodefl::emulator::FleetSetup;
+using nodefl::emulator::FleetStats;
+
+struct Options {
+  std::string graph;
+  std::string host = "127.0.0.1";
+  uint16_t port = 7443;
+  std::string server_name = "localhost";
+  std::string bundle;
+  uint32_t devices = 0;  // 0: all nodes
+  uint32_t threads = 2;
+  uint32_t connect_concurrency = 128;
+  uint32_t timeout_s = 1800;
+  uint32_t messages_per_edge = 1;
+  std::string job = "neighbour-echo";
+  std::string fedwalk_mode = "strict";
+  uint32_t codebook_capacity = 8;
+  uint32_t compare_sessions = 4;
+  bool keep_tree = false;
+  bool shared_pair_keys = true;
+  uint32_t max_neighbours = 0;  // 0: every device keeps all its neighbours
+  nodefl::PrivacyBudget budget;
+};
+
+void PrintHelp() {
+  std::puts(
+      "usage: nodefl-emulate --graph DIR --bundle FILE [options]\n"
+      "\n"
+      "Runs every node of a graph as a nodefl device with its own TLS connection to a\n"
+      "running nodefl-server, all in this process, and takes part in the server's job\n"
+      "(neighbour-echo, fedwalk-hct, fedwalk, ...). Each device knows only its own\n"
+      "neighbour list.\n"
+      "\n"
+      "  --graph DIR              graph in the shared TSV layout (edges.tsv, ...)\n"
+      "  --bundle FILE            devices.bundle written by `nodefl-ca devices`\n"
+      "  --server HOST:PORT       server address (default 127.0.0.1:7443)\n"
+      "  --server-name NAME       name in the server certificate (default localhost)\n"
+      "  --devices N              emulate only nodes 0..N-1 and the edges among them\n"
+      "  --threads N              event-loop threads (default 2)\n"
+      "  --connect-concurrency N  handshakes in flight at once (default 128)\n"
+      "  --timeout S              give up after S seconds (default 1800)\n"
+      "  --job NAME               the job the server runs, to know what success means:\n"
+      "                           neighbour-echo (default), fedwalk-hct, fedwalk (with\n"
+      "                           --fedwalk-mode), fedwalk-histograms (strict FedWalk by\n"
+      "                           name) or secure-compare (Lumos greedy initialisation by\n"
+      "                           secure comparisons)\n"
+      "  --fedwalk-mode M         fedwalk: the server's fedwalk_mode: strict (default; the\n"
+      "                           devices upload noised cluster histograms, the server walks)\n"
+      "                           or paper (tree, then device-to-device walks; implies\n"
+      "                           --keep-tree)\n"
+      "  --compare-sessions N     secure-compare: sessions a device runs at once (default 4;\n"
+      "                           at least the server's compare_max_sessions)\n"
+      "  --messages-per-edge M    neighbour-echo: the server's job_messages_per_edge\n"
+      "                           (default 1), to check the devices' totals against the graph\n"
+      "  --codebook-capacity K    fedwalk-hct: codebook entries each device can keep per\n"
+      "                           neighbour, plus 1024 spare (default 8; rows at the paper's\n"
+      "                           epsilon hold 1-3 entries; a device out of room reports it)\n"
+      "  --keep-tree              fedwalk-hct: every device also keeps the published tree\n"
+      "                           and the whole bin plan (~13 bytes per vertex per device)\n"
+      "  --no-shared-pair-keys    fedwalk: every device checks its peers' certificates and\n"
+      "                           runs ECDH itself, as real devices do (default: the emulated\n"
+      "                           devices share certificate checks and pair keys, which\n"
+      "                           are the same either way, so that the emulator's CPU is not\n"
+      "                           spent twice on each pair; the summary counts both)\n"
+      "  --max-neighbours N       fedwalk jobs: each device keeps at most N neighbours, chosen\n"
+      "                           in the public order of privacy/neighbour_cap.h (as an app\n"
+      "                           with room for N would); capped devices take part anyway and\n"
+      "                           record twice the epsilon (default 0: no cap)\n"
+      "  --budget-job-epsilon E   every device refuses releases past E per job (default 16)\n"
+      "  --budget-lifetime-epsilon E  ... past E over the run (default 256)\n"
+      "  --budget-job-delta D     ... past delta D per job (default 1e-5)\n"
+      "  --budget-lifetime-delta D    ... past delta D over the run (default 1e-4)\n"
+      "  --allow-unbounded-releases   devices make exact releases (paper modes; refused by\n"
+      "                           default)\n"
+      "  --unlimited-budget       no limits at all and exact releases allowed: the paper's\n"
+      "                           mechanisms as published, for comparison runs\n"
+      "  --help                   this text\n"
+      "\n"
+      "Exit status: 0 when every device finished its job (neighbour-echo: with every\n"
+      "expected message received and verified exactly once; fedwalk-hct: all three\n"
+      "rounds without a failure), 1 otherwise, 2 for bad arguments.");
+}
+
+std::optional<uint64_t> ParseCount(const char* text, uint64_t max) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || v > max) return std::nullopt;
+  return v;
+}
+
+std::optional<Options> Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      PrintHelp();
+      std::exit(0);
+    }
+    if (arg == "--keep-tree") {
+      o.keep_tree = true;
+      continue;
+    }
+    if (arg == "--no-shared-pair-keys") {
+      o.shared_pair_keys = false;
+      continue;
+    }
+    if (arg == "--allow-unbounded-releases") {
+      o.budget.allow_unbounded = true;
+      continue;
+    }
+    if (arg == "--unlimited-budget") {
+      o.budget = nodefl::PrivacyBudget::Unlimited();
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "nodefl-emulate: %s needs a value (see --help)\n", arg.c_str());
+      return std::nullopt;
+    }
+    const char* v = argv[++i];
+    auto count = [&](uint64_t max, uint64_t min = 1) -> std::optional<uint64_t> {
+      auto n = ParseCount(v, max);
+      if (!n || *n < min) {
+        std::fprintf(stderr, "nodefl-emulate: %s expects a whole number %llu..%llu, got '%s'\n", arg.c_str(),
+                     static_cast<unsigned long long>(min), static_cast<unsigned long long>(max), v);
+        return std::nullopt;
+      }
+      return n;
+    };
+    // A non-negative real, or "inf".
+    auto real = [&]() -> std::optional<double> {
+      if (std::strcmp(v, "inf") == 0) return nodefl::kUnlimitedBudget;
+      char* end = nullptr;
+      const double x = std::strtod(v, &end);
+      if (end == v || *end != '\0' || !(x >= 0.0) || !std::isfinite(x)) {
+        std::fprintf(stderr, "nodefl-emulate: %s expects a number >= 0 or inf, got '%s'\n", arg.c_str(), v);
+        return std::nullopt;
+      }
+      return x;
+    };
+    if (arg == "--budget-job-epsilon" || arg == "--budget-lifetime-epsilon" || arg == "--budget-job-delta" ||
+        arg == "--budget-lifetime-delta") {
+      const auto x = real();
+      if (!x) return std::nullopt;
+      double& field = arg == "--budget-job-epsilon"        ? o.budget.job_epsilon
+                      : arg == "--budget-lifetime-epsilon" ? o.budget.lifetime_epsilon
+                      : arg == "--budget-job-delta"        ? o.budget.job_delta
+                                                           : o.budget.lifetime_delta;
+      field = *x;
+      continue;
+    }
+    if (arg == "--graph") {
+      o.graph = v;
+    } else if (arg == "--bundle") {
+      o.bundle = v;
+    } else if (arg == "--server-name") {
+      o.server_name = v;
+    } else if (arg == "--server") {
+      const std::string s = v;
+      const size_t colon = s.rfind(':');
+      auto port = colon == std::string::npos ? std::nullopt : ParseCount(s.c_str() + colon + 1, 65535);
+      if (!port || *port == 0) {
+        std::fprintf(stderr, "nodefl-emulate: --server expects HOST:PORT, got '%s'\n", v);
+        return std::nullopt;
+      }
+      o.host = s.substr(0, colon);
+      o.port = static_cast<uint16_t>(*port);
+    } else if (arg == "--devices") {
+      auto n = count(UINT32_MAX);
+      if (!n) return std::nullopt;
+      o.devices = static_cast<uint32_t>(*n);
+    } else if (arg == "--threads") {
+      auto n = count(256);
+      if (!n) return std::nullopt;
+      o.threads = static_cast<uint32_t>(*n);
+    } else if (arg == "--connect-concurrency") {
+      auto n = count(100000);
+      if (!n) return std::nullopt;
+      o.connect_concurrency = static_cast<uint32_t>(*n);
+    } else if (arg == "--job") {
+      o.job = v;
+      if (o.job != "neighbour-echo" && o.job != "fedwalk-hct" && o.job != "fedwalk" &&
+          o.job != "fedwalk-histograms" && o.job != "secure-compare") {
+        std::fprintf(stderr,
+                     "nodefl-emulate: --job is neighbour-echo, fedwalk-hct, fedwalk, fedwalk-histograms or "
+                     "secure-compare, not '%s'\n",
+                     v);
+        return std::nullopt;
+      }
+    } else if (arg == "--fedwalk-mode") {
+      o.fedwalk_mode = v;
+      if (o.fedwalk_mode != "strict" && o.fedwalk_mode != "paper") {
+        std::fprintf(stderr, "nodefl-emulate: --fedwalk-mode is strict or paper, not '%s'\n", v);
+        return std::nullopt;
+      }
+    } else if (arg == "--compare-sessions") {
+      const auto n = count(64);
+      if (!n) return std::nullopt;
+      o.compare_sessions = static_cast<uint32_t>(*n);
+    } else if (arg == "--codebook-capacity") {
+      const auto n = count(1024);
+      if (!n) return std::nullopt;
+      o.codebook_capacity = static_cast<uint32_t>(*n);
+    } else if (arg == "--max-neighbours") {
+      const auto n = count(UINT32_MAX, 0);
+      if (!n) return std::nullopt;
+      o.max_neighbours = static_cast<uint32_t>(*n);
+    } else if (arg == "--messages-per-edge") {
+      auto n = count(1u << 20);
+      if (!n) return std::nullopt;
+      o.messages_per_edge = static_cast<uint32_t>(*n);
+    } else if (arg == "--timeout") {
+      auto n = count(7 * 24 * 3600);
+      if (!n) return std::nullopt;
+      o.timeout_s = static_cast<uint32_t>(*n);
+    } else {
+      std::fprintf(stderr, "nodefl-emulate: unknown argument '%s' (see --help)\n", arg.c_str());
+      return std::nullopt;
+    }
+  }
+  if (o.graph.empty() || o.bundle.empty()) {
+    std::fprintf(stderr, "nodefl-emulate: --graph and --bundle are required (see --help)\n");
+    return std::nullopt;
+  }
+  if (o.max_neighbours != 0 && o.job != "fedwalk-hct" && o.job != "fedwalk" && o.job != "fedwalk-histograms") {
+    // The other jobs message every neighbour and expect every neighbour's
+    // message: a one-sided cap would only show up as lost messages.
+    std::fprintf(stderr,
+                 "nodefl-emulate: --max-neighbours applies to --job fedwalk-hct, fedwalk or fedwalk-histograms only\n");
+    return std::nullopt;
+  }
+  return o;
+}
+
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto opt = Parse(argc, argv);
+  if (!opt) return 2;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto elapsed = [&t0] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+
+  auto loaded = nodefl::dataset::LoadGraph(opt->graph);
+  if (!loaded.ok) {
+    std::fprintf(stderr, "nodefl-emulate: %s\n", loaded.error.c_str());
+    return 1;
+  }
+  const nodefl::dataset::Graph& g = loaded.graph;
+  const uint32_t n = opt->devices == 0 ? g.num_nodes : std::min(opt->devices, g.num_nodes);
+
+  std::string note;
+  if (const uint64_t files = nodefl::host::net::RaiseOpenFileLimit(&note); files < uint64_t{n} + 64) {
+    std::fprintf(stderr, "nodefl-emulate: only %llu open files allowed for %u devices%s%s\n",
+                 static_cast<unsigned long long>(files), n, note.empty() ? "" : ": ", note.c_str());
+    return 1;
+  }
+
+  nodefl::pki::DeviceBundle bundle;
+  if (auto r = nodefl::pki::ReadDeviceBundle(opt->bundle, &bundle); !r.ok()) {
+    std::fprintf(stderr, "nodefl-emulate: %s: %s\n", opt->bundle.c_str(), r.message().c_str());
+    return 1;
+  }
+  std::unordered_map<uint32_t, size_t> by_id;
+  for (size_t i = 0; i < bundle.devices.size(); ++i) by_id[bundle.devices[i].device_id] = i;
+  uint32_t missing = 0;
+  for (uint32_t v = 0; v < n; ++v) missing += by_id.count(v) ? 0 : 1;
+  if (missing != 0) {
+    std::fprintf(stderr, "nodefl-emulate: %u of the %u devices have no credentials in %s "
+                 "(issue them with nodefl-ca devices --first-id 0 --count %u)\n",
+                 missing, n, opt->bundle.c_str(), n);
+    return 1;
+  }
+
+  nodefl::tls::TlsCredentials ca;
+  if (auto st = ca.LoadCaChain(nodefl::ConstByteSpan(bundle.ca_der)); !st.ok()) {
+    std::fprintf(stderr, "nodefl-emulate: the bundle's CA certificate is unusable (%s)\n", st.str());
+    return 1;
+  }
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(opt->host, ec);
+  if (ec) {
+    std::fprintf(stderr, "nodefl-emulate: '%s' is not an IP address\n", opt->host.c_str());
+    return 1;
+  }
+
+  FleetStats stats;
+  nodefl::emulator::ConnectGate gate(opt->connect_concurrency);
+  FleetSetup fleet;
+  fleet.server = asio::ip::tcp::endpoint(address, opt->port);
+  fleet.server_name = opt->server_name;
+  fleet.ca = &ca;
+  fleet.stats = &stats;
+  fleet.gate = &gate;
+  fleet.codebook_entries_per_neighbour = opt->codebook_capacity;
+  // Strict FedWalk's devices need neither (they upload histograms only).
+  const bool strict_fedwalk =
+      opt->job == "fedwalk-histograms" || (opt->job == "fedwalk" && opt->fedwalk_mode == "strict");
+  fleet.keep_tree_and_bin_plan = opt->keep_tree || (opt->job == "fedwalk" && !strict_fedwalk);
+  fleet.fedwalk_mode = opt->fedwalk_mode;
+  fleet.job = opt->job;
+  fleet.vertex_count = n;
+  fleet.compare_contexts = opt->compare_sessions;
+  fleet.budget = opt->budget;
+  fleet.max_neighbours = opt->max_neighbours;
+  nodefl::emulator::SharedPairKeys shared_pair_keys;
+  if (opt->shared_pair_keys) fleet.shared_pair_keys = &shared_pair_keys;
+
+  asio::io_context io;
+  std::vector<std::shared_ptr<EmulatedDevice>> devices;
+  devices.reserve(n);
+  uint64_t expected = 0;
+  for (uint32_t v = 0; v < n; ++v) {
+    DeviceSetup setup;
+    setup.id = v;
+    for (uint64_t i = g.offsets[v]; i < g.offsets[v + 1]; ++i) {
+      if (g.neighbours[i] < n) setup.neighbours.push_back(g.neighbours[i]);
+    }
+    setup.degree = static_cast<uint32_t>(setup.neighbours.size());
+    if (opt->max_neighbours != 0 && setup.neighbours.size() > opt->max_neighbours) {
+      // As an app with room for max_neighbours would: the public order.
+      std::vector<uint32_t> kept(opt->max_neighbours);
+      nodefl::NeighbourCap cap{nodefl::Span<uint32_t>(kept)};
+      for (uint32_t u : setup.neighbours) cap.Offer(u);
+      const nodefl::Span<uint32_t> chosen = cap.Finish();
+      setup.neighbours.assign(chosen.begin(), chosen.end());
+    }
+    expected += setup.neighbours.size() * uint64_t{opt->messages_per_edge};
+    auto& record = bundle.devices[by_id[v]];
+    setup.certificate_der = std::move(record.certificate_der);
+    setup.private_key_der = std::move(record.private_key_der);
+    auto device = std::make_shared<EmulatedDevice>(io, fleet, std::move(setup));
+    if (auto st = device->Init(); !st.ok()) {
+      std::fprintf(stderr, "nodefl-emulate: device %u: cannot initialise (%s)\n", v, st.str());
+      return 1;
+    }
+    devices.push_back(std::move(device));
+    if ((v + 1) % 2000 == 0) std::fprintf(stderr, "loaded %u/%u devices\n", v + 1, n);
+  }
+  bundle = {};  // private keys now live only inside the devices' TLS contexts
+  if (opt->job != "neighbour-echo") {
+    std::printf("emulating %u devices of %s for %s against %s:%u\n", n, g.name.c_str(), opt->job.c_str(),
+                opt->host.c_str(), opt->port);
+  } else {
+    std::printf("emulating %u devices of %s (%llu sealed messages expected: directed edges x %u) against %s:%u\n",
+                n, g.name.c_str(), static_cast<unsigned long long>(expected), opt->messages_per_edge,
+                opt->host.c_str(), opt->port);
+  }
+  std::fflush(stdout);
+
+  for (auto& d : devices) d->Start();
+
+  // Progress and completion run on their own thread: with thousands of
+  // devices doing crypto, the event loop's timers can run late, and the
+  // progress line must not.
+  std::atomic<bool> interrupted{false};
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& e, int) {
+    if (!e) interrupted = true;
+  });
+  double all_connected_s = 0;  // when the last device finished its handshake
+  std::thread monitor([&] {
+    auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+    while (true) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const uint64_t finished = stats.finished.load(), failed = stats.failed.load();
+      const bool all_done = finished + failed >= n;
+      const bool timed_out = elapsed() > opt->timeout_s;
+      if (all_connected_s == 0 && stats.connected.load() >= n) all_connected_s = elapsed();
+      const bool stop = all_done || timed_out || interrupted.load();
+      if (std::chrono::steady_clock::now() - last_print >= std::chrono::seconds(2) || stop) {
+        last_print = std::chrono::steady_clock::now();
+        if (opt->job == "secure-compare") {
+          std::fprintf(stderr,
+                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, sessions done %llu, "
+                       "aborted %llu, messages %llu, finished %llu, failed %llu\n",
+                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                       static_cast<unsigned long long>(stats.connecting.load()),
+                       static_cast<unsigned long long>(stats.reconnects.load()),
+                       static_cast<unsigned long long>(stats.compare_done.load()),
+                       static_cast<unsigned long long>(stats.compare_aborted.load()),
+                       static_cast<unsigned long long>(stats.compare_messages.load()),
+                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
+        } else if (strict_fedwalk) {
+          std::fprintf(stderr,
+                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, histograms released %llu, "
+                       "failed rounds %llu, finished %llu, failed %llu\n",
+                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                       static_cast<unsigned long long>(stats.connecting.load()),
+                       static_cast<unsigned long long>(stats.reconnects.load()),
+                       static_cast<unsigned long long>(stats.histogram_releases.load()),
+                       static_cast<unsigned long long>(stats.histogram_failures.load()),
+                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
+        } else if (opt->job == "fedwalk-hct" || opt->job == "fedwalk") {
+          std::fprintf(stderr,
+                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, tree round reports %llu "
+                       "(3 per device), walk messages %llu, walks ended %llu (dropped %llu), finished %llu, "
+                       "failed %llu\n",
+                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                       static_cast<unsigned long long>(stats.connecting.load()),
+                       static_cast<unsigned long long>(stats.reconnects.load()),
+                       static_cast<unsigned long long>(stats.hct_rounds_reported.load()),
+                       static_cast<unsigned long long>(stats.walks_forwarded.load()),
+                       static_cast<unsigned long long>(stats.walks_finished.load() + stats.walks_dropped.load()),
+                       static_cast<unsigned long long>(stats.walks_dropped.load()),
+                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
+        } else {
+          std::fprintf(stderr,
+                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, finished %llu, "
+                       "failed %llu, sealed sent %llu, verified %llu/%llu\n",
+                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                       static_cast<unsigned long long>(stats.connecting.load()),
+                       static_cast<unsigned long long>(stats.reconnects.load()),
+                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed),
+                       static_cast<unsigned long long>(stats.sealed_sent.load()),
+                       static_cast<unsigned long long>(stats.verified_received.load()),
+                       static_cast<unsigned long long>(expected));
+        }
+      }
+      if (stop) {
+        if (timed_out) std::fprintf(stderr, "nodefl-emulate: timeout after %u s\n", opt->timeout_s);
+        for (auto& d : devices) d->Stop();
+        // Let Goodbyes go out, then end the loop whatever the peers do.
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        io.stop();
+        return;
+      }
+    }
+  });
+
+  std::vector<std::thread> threads;
+  for (uint32_t i = 1; i < opt->threads; ++i) threads.emplace_back([&io] { io.run(); });
+  io.run();
+  for (auto& t : threads) t.join();
+  monitor.join();
+
+  uint64_t sent = 0, received = 0, duplicates = 0, rejected = 0, unfinished = 0, shown = 0;
+  for (auto& d : devices) {
+    if (const auto* s = d->stats()) {
+      sent += s->sent;
+      received += s->received;
+      duplicates += s->duplicates;
+      rejected += s->rejected;
+    }
+    if (!d->finished()) {
+      ++unfinished;
+      if (shown++ < 5) std::fprintf(stderr, "device %u did not finish: %s\n", d->id(), d->last_error());
+    }
+  }
+  const bool hct = !strict_fedwalk && (opt->job == "fedwalk-hct" || opt->job == "fedwalk");
+  const bool compare = opt->job == "secure-compare";
+  const bool verified = compare ? unfinished == 0 && stats.compare_aborted.load() == 0
+                        : strict_fedwalk ? unfinished == 0 && stats.histogram_failures.load() == 0
+                        : hct ? unfinished == 0 && stats.hct_failures.load() == 0
+                            : unfinished == 0 && sent == expected && received == expected && duplicates == 0 &&
+                                  rejected == 0;
+  if (hct) {
+    // The devices' own ledgers: what each device released in this job.
+    std::vector<double> eps;
+    uint64_t unbounded = 0, truncated = 0;
+    for (auto& d : devices) {
+      if (d->ledger() != nullptr) eps.push_back(d->ledger()->total_epsilon());
+      if (d->hct_role() != nullptr && d->hct_role()->unbounded_release()) ++unbounded;
+      if (d->hct_role() != nullptr && d->hct_role()->truncated()) ++truncated;
+    }
+    std::sort(eps.begin(), eps.end());
+    std::printf("fedwalk-hct: rounds reported %llu, codebook rows kept %llu, failed rounds %llu, "
+                "neighbour lists capped %llu\n"
+                "privacy ledger (devices): epsilon max %.4f, median %.4f; devices with an unbounded release %llu\n",
+                static_cast<unsigned long long>(stats.hct_rounds_reported.load()),
+                static_cast<unsigned long long>(stats.hct_codebook_rows.load()),
+                static_cast<unsigned long long>(stats.hct_failures.load()), static_cast<unsigned long long>(truncated),
+                eps.empty() ? 0.0 : eps.back(), eps.empty() ? 0.0 : eps[eps.size() / 2],
+                static_cast<unsigned long long>(unbounded));
+  }
+  if (strict_fedwalk) {
+    // The devices' own ledgers: what each device released in this job.
+    std::vector<double> eps;
+    uint64_t truncated = 0, other_messages = 0;
+    for (auto& d : devices) {
+      if (d->ledger() != nullptr) eps.push_back(d->ledger()->total_epsilon());
+      if (d->histogram_role() != nullptr && d->histogram_role()->truncated()) ++truncated;
+    }
+    other_messages = stats.sealed_sent.load() + stats.walks_forwarded.load();
+    std::sort(eps.begin(), eps.end());
+    std::printf("fedwalk-histograms: histograms released %llu, failed rounds %llu, neighbour lists capped %llu, "
+                "device-to-device messages %llu\n"
+                "privacy ledger (devices): epsilon max %.4f, median %.4f (per edge against the server: twice that)\n",
+                static_cast<unsigned long long>(stats.histogram_releases.load()),
+                static_cast<unsigned long long>(stats.histogram_failures.load()),
+                static_cast<unsigned long long>(truncated), static_cast<unsigned long long>(other_messages),
+                eps.empty() ? 0.0 : eps.back(), eps.empty() ? 0.0 : eps[eps.size() / 2]);
+  }
+  if (compare) {
+    // Each session is counted by both of its parties.
+    std::printf("secure-compare: party results done %llu, aborted %llu; comparison messages %llu, %llu bytes "
+                "(before sealing)\n",
+                static_cast<unsigned long long>(stats.compare_done.load()),
+                static_cast<unsigned long long>(stats.compare_aborted.load()),
+                static_cast<unsigned long long>(stats.compare_messages.load()),
+                static_cast<unsigned long long>(stats.compare_bytes.load()));
+  }
+  if (opt->job == "fedwalk" && !strict_fedwalk) {
+    uint64_t asked = 0, verifications = 0, ecdh = 0;
+    if (opt->shared_pair_keys) {
+      const auto c = shared_pair_keys.counters();
+      asked = c.derivations, verifications = c.verifications, ecdh = c.ecdh;
+    }
+    std::printf("fedwalk-walks: walk messages sent %llu, walks ended %llu (dropped %llu)\n",
+                static_cast<unsigned long long>(stats.walks_forwarded.load()),
+                static_cast<unsigned long long>(stats.walks_finished.load() + stats.walks_dropped.load()),
+                static_cast<unsigned long long>(stats.walks_dropped.load()));
+    if (opt->shared_pair_keys) {
+      std::printf("pair keys: %llu derived by the devices (each a certificate check + ECDH on a real device); "
+                  "the emulator ran %llu checks and %llu ECDH (shared between its devices)\n",
+                  static_cast<unsigned long long>(asked), static_cast<unsigned long long>(verifications),
+                  static_cast<unsigned long long>(ecdh));
+    }
+  }
+  const uint64_t connected = stats.connected.load();
+  std::printf("summary: devices %u, finished %llu, failed %llu, reconnects %llu, failed connection attempts %llu\n", n,
+              static_cast<unsigned long long>(stats.finished.load()), static_cast<unsigned long long>(stats.failed.load()),
+              static_cast<unsigned long long>(stats.reconnects.load()),
+              static_cast<unsigned long long>(stats.connect_failures.load()));
+  if (!hct && !compare && !strict_fedwalk) {
+    std::printf("         sealed messages: expected %llu, sent %llu, received and verified %llu, duplicates %llu, "
+                "rejected %llu\n",
+                static_cast<unsigned long long>(expected), static_cast<unsigned long long>(sent),
+                static_cast<unsigned long long>(received), static_cast<unsigned long long>(duplicates),
+                static_cast<unsigned long long>(rejected));
+  }
+  const double peak_kib = static_cast<double>(nodefl::host::net::PeakRssKiB());
+  std::printf("         all connected after %.2f s (%.0f handshakes/s), mean handshake %.1f ms\n"
+              "         wall time %.1f s, peak memory %.1f MiB (%.1f KiB per device)\n"
+              "result: %s\n",
+              all_connected_s, all_connected_s > 0 ? n / all_connected_s : 0.0,
+              connected ? stats.handshake_us_total.load() / 1000.0 / connected : 0.0, elapsed(), peak_kib / 1024.0,
+              n ? peak_kib / n : 0.0,
+              verified ? (compare ? "VERIFIED: every device finished, no comparison session aborted"
+                  : strict_fedwalk ? "VERIFIED: every device made its strict FedWalk histogram releases"
+                  : opt->job == "fedwalk" ? "VERIFIED: every device completed the FedWalk tree and walk jobs"
+                  : hct        ? "VERIFIED: every device completed the FedWalk HCT job"
+                              : "VERIFIED: every message arrived intact exactly once")
+                       : "NOT VERIFIED");
+  return verified ? 0 : 1;
+}
