@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# FedWalk end to end (seed 000_e325fe6286b1aaed.txt): every node of a
+# FedWalk end to end: every node of a
 # dataset becomes an SDK device with its own TLS connection (nodefl-emulate);
 # nodefl-server runs FedWalk and writes the embeddings: in paper mode binning
 # -> clustering tree -> device-to-device random walks -> SkipGram, in strict

@@ -3,10 +3,10 @@
 // nodefl-primitives-demo: every node of a graph runs as its own SDK device
 // (own arena, own DRBG, own privacy ledger) and exercises the privacy
 // primitives the federated jobs are built from, in both privacy modes:
-//   1. FedWalk neighbour binning with noise (000_e325fe6286b1aaed.txt Alg. 2)
+//   1. FedWalk neighbour binning with noise (Alg. 2)
 //   2. exponential-mechanism node encoding (000_... Eq. 9/12)
-//   3. Lumos one-bit feature encoding to neighbours (004_c9c543da3e7c8d62.txt Eq. 26-27)
-//   4. GW-LDP multi-bit matrix encoding (003_3e6f41b44ba1630b.txt Alg. 1)
+//   3. Lumos one-bit feature encoding to neighbours (Eq. 26-27)
+//   4. GW-LDP multi-bit matrix encoding (Alg. 1)
 // and prints what each costs (true epsilon) and what it preserves.
 // It is host code (C++20); the SDK calls inside are the device's.
 #include <algorithm>

@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // The structural features a FedWalk device computes from its neighbour list
-// (seed 000_e325fe6286b1aaed.txt, Sec. 4.2, Alg. 2): its per-bin neighbour
+// (FedWalk Sec. 4.2, Alg. 2): its per-bin neighbour
 // counts c_v, the Eq. 5 order of its neighbours by estimated degree, and
 // strict mode's replacement for the ordered degree matrix, a noised
 // histogram of the neighbours' dictionary rows. Pure functions over

@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // FedWalkHctRole: the device side of JOB_KIND_FEDWALK_HCT, FedWalk's
-// hierarchical clustering tree constructor (seed 000_e325fe6286b1aaed.txt,
+// hierarchical clustering tree constructor (FedWalk
 // Sec. 4.2, Alg. 2 "Device operation 1/2"; contract in hct_format.h).
 //
 //   round 1 (kRoundBinning): JobStart carries the HctParameters; the server

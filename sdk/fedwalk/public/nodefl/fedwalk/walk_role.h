@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // FedWalkWalkRole: the device side of JOB_KIND_FEDWALK_WALKS, FedWalk's
-// random walk generator (seed 000_e325fe6286b1aaed.txt, Sec. 4.3, Alg. 1;
+// random walk generator (FedWalk Sec. 4.3, Alg. 1;
 // contract and walk semantics in walk_format.h). It runs on what the HCT
 // job left on the device (WalkInputsFrom: neighbour records, codebook rows
 // including the device's own, the tree and the bin plan).

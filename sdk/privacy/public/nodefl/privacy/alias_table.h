@@ -2,7 +2,7 @@
 //
 // AliasTable: O(1) draws from a fixed discrete distribution (Walker's alias
 // method, built with Vose's linear-time pairing), for the exponential
-// mechanism of FedWalk (000_e325fe6286b1aaed.txt) Eq. 12 when one vertex's
+// mechanism of FedWalk Eq. 12 when one vertex's
 // distribution is drawn from many times. The table adds no privacy cost of
 // its own: it reproduces the distribution of its log-weights (up to the
 // 2^-53 resolution of a DRBG double per column), so the guarantee is that of

@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // Noise for a device's vector of bin counts: FedWalk's degree vector
-// c_v = (c'_1, ..., c'_k), c'_i = c_i + noise (seed 000_e325fe6286b1aaed.txt,
+// c_v = (c'_1, ..., c'_k), c'_i = c_i + noise (FedWalk
 // Sec. 4.2, Alg. 2 lines 15-16).
 //
 // Sensitivity. c_i counts the device's neighbours in bin i. Adding or

@@ -3,7 +3,7 @@
 // Exact discrete Laplace (two-sided geometric) noise over the integers:
 //   P(k) = (1 - q) / (1 + q) * q^|k|,  q = exp(-1/t),  t = numerator/denominator.
 // Strict mode's replacement for FedWalk's continuous Lap(0, 1/epsilon) on bin
-// counts (seed 000_e325fe6286b1aaed.txt, Sec. 4.2, Alg. 2 line 16).
+// counts (FedWalk Sec. 4.2, Alg. 2 line 16).
 //
 // Guarantee. For an integer query of L1 sensitivity Delta, value + noise with
 // t = Delta/epsilon' is exactly epsilon'-DP: P(k)/P(k') <= exp(|k-k'|/t), and

@@ -5,7 +5,7 @@
 // distance and a leaf count, easily in the thousands) never overflow or
 // underflow into a NaN distribution.
 //
-// FedWalk (000_e325fe6286b1aaed.txt) Eq. 9 samples an output r with
+// FedWalk Eq. 9 samples an output r with
 // probability proportional to exp(eps * u(d, r)) * mu(r); with the uniform
 // base measure of Eq. 11 and the score of Eq. 10,
 //   u(v1, v2) = -dissim(v1, v2) * |leaves(T[v1 v v2])|,

@@ -2,7 +2,7 @@
 //
 // Continuous Laplace noise Lap(0, b), density exp(-|x|/b) / (2b): the noise
 // FedWalk adds to each bin count of a device's degree vector (seed
-// 000_e325fe6286b1aaed.txt, Sec. 4.2 "c_i values are then noised with
+// FedWalk Sec. 4.2 "c_i values are then noised with
 // Laplacian noise Lap(0, 1/epsilon)", Alg. 2 line 16). nodefl uses it only
 // in PrivacyMode::kPaper, to reproduce the paper.
 //

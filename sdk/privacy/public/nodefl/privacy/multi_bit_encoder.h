@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // GW-LDP's multi-bit encoder for an embedding matrix H in [alpha, beta]^{n x h}
-// (003_3e6f41b44ba1630b.txt, Algorithm 1, Theorem 1 and its proof in
+// (GW-LDP Algorithm 1, Theorem 1 and its proof in
 // Appendix B), with the unbiased rectifier of the multi-bit encoder GW-LDP
 // builds on (Sajadmanesh & Gatica-Perez 2021).
 //

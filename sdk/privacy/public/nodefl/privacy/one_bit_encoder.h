@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // Lumos's one-bit feature encoder with partial encoding and unbiased
-// recovery (004_c9c543da3e7c8d62.txt, Sec. V, Eq. 26-30, Theorems 3-4).
+// recovery (Lumos Sec. V, Eq. 26-30, Theorems 3-4).
 //
 // A device u holds a feature x_u in [a, b]^d and sends it to its wl(u)
 // receiving neighbours (wl = workload, the neighbours kept in its trimmed

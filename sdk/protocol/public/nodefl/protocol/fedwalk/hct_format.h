@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // The FedWalk HCT job's contract between devices and the server (seed
-// 000_e325fe6286b1aaed.txt, Sec. 4.2 and Alg. 2; docs/fedwalk.md): the job
+// FedWalk Sec. 4.2 and Alg. 2; docs/fedwalk.md): the job
 // parameters carried in JobStart, and the byte layout of every artefact the
 // job streams with ChunkHeader/Chunk. One header for both sides, so the
 // device and the server cannot disagree on a layout.

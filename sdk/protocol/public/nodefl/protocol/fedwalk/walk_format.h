@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // The FedWalk walk job's contract between devices and the server (seed
-// 000_e325fe6286b1aaed.txt, Sec. 4.3, Alg. 1; docs/fedwalk.md): parameters,
+// FedWalk Sec. 4.3, Alg. 1; docs/fedwalk.md): parameters,
 // the JobData records, and the walk message devices forward to each other
 // (sealed end to end, through the relay). One header for both sides.
 //

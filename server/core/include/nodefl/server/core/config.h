@@ -83,7 +83,7 @@ struct ServerConfig {
   // Threads for heavy job math (dissimilarities, clustering); 0: one per
   // hardware thread.
   uint32_t compute_threads = 0;
-  // fedwalk-hct (seed 000_e325fe6286b1aaed.txt, Sec. 4.2; docs/fedwalk.md).
+  // fedwalk-hct (FedWalk Sec. 4.2; docs/fedwalk.md).
   std::string fedwalk_mode = "strict";   // strict | paper
   uint32_t fedwalk_bins = 0;             // k; 0: floor(ln |V|)
   uint32_t fedwalk_buckets = 16;         // strict mode histogram buckets per bin

@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // Server-side coordinator of the FedWalk HCT job (seed
-// 000_e325fe6286b1aaed.txt, Sec. 4.2 and Alg. 2; docs/fedwalk.md). Device
+// FedWalk Sec. 4.2 and Alg. 2; docs/fedwalk.md). Device
 // side: sdk/fedwalk/public/nodefl/fedwalk/hct_role.h; the contract between
 // them: sdk/protocol/public/nodefl/protocol/fedwalk/hct_format.h.
 //

@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // Server-side coordinator of FedWalk's federated random walks and the
-// SkipGram training on them (seed 000_e325fe6286b1aaed.txt, Sec. 4.3-4.4,
+// SkipGram training on them (FedWalk Sec. 4.3-4.4,
 // Alg. 1; docs/fedwalk.md). Device side: sdk/fedwalk/.../walk_role.h;
 // contract: sdk/protocol/public/nodefl/protocol/fedwalk/walk_format.h. Runs after
 // the HCT job, on the devices that completed it.

@@ -1,6 +1,6 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
-// FedWalk's bin plan (seed 000_e325fe6286b1aaed.txt, Sec. 4.2, Alg. 2
+// FedWalk's bin plan (Sec. 4.2, Alg. 2
 // line 1): the server numbers the vertices at random and groups them into
 // k bins. One implementation for the job and the in-process simulation, so
 // both draw the same plan from the same seed.

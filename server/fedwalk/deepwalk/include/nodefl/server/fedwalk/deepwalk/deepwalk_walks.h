@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // DeepWalk's random walks (Perozzi et al. 2014), the centralized baseline
-// FedWalk is compared against (seed 000_e325fe6286b1aaed.txt, Sec. 5): in
+// FedWalk is compared against (Sec. 5): in
 // each of `walks_per_vertex` rounds every vertex starts one walk, in an
 // order shuffled per round; a walk moves to a uniformly chosen neighbour
 // until it holds `walk_length` vertices (the start counts). An isolated

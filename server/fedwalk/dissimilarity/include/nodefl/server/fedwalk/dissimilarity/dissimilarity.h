@@ -1,6 +1,6 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
-// The server's all-pairs dissimilarity pass (seed 000_e325fe6286b1aaed.txt,
+// The server's all-pairs dissimilarity pass (FedWalk
 // Alg. 2 line 13): every pair of vertices in a FeatureStore, on several
 // threads, straight into a float32 CondensedMatrix. The metric follows the
 // store: DtwL1 for ordered degree matrices (paper mode), HistogramEmd

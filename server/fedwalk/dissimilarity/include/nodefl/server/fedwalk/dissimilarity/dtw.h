@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // Dynamic time warping with an L1 row cost: the paper-mode dissimilarity of
-// two ordered degree matrices (seed 000_e325fe6286b1aaed.txt, Eq. 6-7).
+// two ordered degree matrices (FedWalk Eq. 6-7).
 //
 //   cost(0, 0) = 0, cost(i, 0) = cost(0, j) = +inf for i, j > 0,
 //   cost(i, j) = min(cost(i-1, j), cost(i, j-1), cost(i-1, j-1)) + |a_i - b_j|_1,

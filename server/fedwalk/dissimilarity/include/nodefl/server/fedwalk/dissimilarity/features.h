@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // FeatureStore: every vertex's structural feature, as uploaded in round 2 of
-// the FedWalk HCT job (seed 000_e325fe6286b1aaed.txt, Sec. 4.2), held in one
+// the FedWalk HCT job (Sec. 4.2), held in one
 // contiguous array so that the all-pairs pass streams memory instead of
 // chasing one allocation per vertex.
 //

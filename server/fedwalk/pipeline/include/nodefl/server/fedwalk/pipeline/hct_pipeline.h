@@ -1,6 +1,6 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
-// The server's math for the FedWalk HCT (seed 000_e325fe6286b1aaed.txt,
+// The server's math for the FedWalk HCT (FedWalk
 // Sec. 4.2 and Eq. 12), from the devices' round-2 uploads to the published
 // tree and codebook: feature store -> all-pairs dissimilarity (DTW in paper
 // mode, histogram EMD in strict mode) -> agglomerative clustering (NN-chain)
