@@ -4,7 +4,7 @@
 # device role linked into it would mean server code calls device logic (or
 # the reverse dependency grows unnoticed). Checked: nodefl-server and every
 # target named nodefl_server_*, through their whole link closure.
-set(NODEFL_DEVICE_ROLE_LIBRARIES nodefl_device nodefl_roles nodefl_fedwalk nodefl_compare)
+set(NODEFL_DEVICE_ROLE_LIBRARIES nodefl_device nodefl_roles nodefl_echo nodefl_fedwalk nodefl_compare)
 
 # Appends to `out_var` every target `target` links, directly or transitively.
 function(_nodefl_link_closure target out_var)

@@ -20,7 +20,7 @@
 #include "nodefl/core/little_endian.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/random/drbg.h"
-#include "nodefl/roles/neighbour_echo.h"
+#include "nodefl/echo/neighbour_echo.h"
 #include "nodefl/seal/seal.h"
 #include "nodefl/tls/rng.h"
 #include "nodefl/protocol/envelope_codec.h"
@@ -29,7 +29,7 @@
 #include "session_frames.h"
 #include "test_pki.h"
 
-namespace nodefl::roles {
+namespace nodefl::echo {
 namespace {
 
 using device::DeviceSession;
@@ -410,4 +410,4 @@ TEST(EchoJobKeysTest, NeighboursMissingFromTheDirectoryFailToKey) {
 }
 
 }  // namespace
-}  // namespace nodefl::roles
+}  // namespace nodefl::echo

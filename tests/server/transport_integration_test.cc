@@ -737,7 +737,7 @@ TEST(NeighbourEchoKarateTest, EveryDeviceReceivesEveryNeighbourMessageIntact) {
     const emulator::EmulatedDevice& d = *devices[v];
     EXPECT_TRUE(d.finished()) << d.last_error();
     EXPECT_FALSE(d.failed()) << d.last_error();
-    const roles::NeighbourEchoRole::Stats* s = d.stats();
+    const echo::NeighbourEchoRole::Stats* s = d.stats();
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(s->expected, g.degree(v));
     EXPECT_EQ(s->received, g.degree(v));

@@ -73,7 +73,7 @@ Status EmulatedDevice::Init() {
 
   peers_.resize(setup_.neighbours.size());
   for (size_t i = 0; i < peers_.size(); ++i) peers_[i].id = setup_.neighbours[i];
-  role_ = std::make_unique<roles::NeighbourEchoRole>(setup_.id, Span<roles::EchoPeer>(peers_), credentials_,
+  role_ = std::make_unique<echo::NeighbourEchoRole>(setup_.id, Span<echo::EchoPeer>(peers_), credentials_,
                                                      &tls::DrbgRandom, &drbg_);
   NODEFL_TRY(role_->Init());
   NODEFL_TRY(session_->AddRole(*role_));

@@ -6,7 +6,7 @@
 // device sends to a predicted u', walks a predicted jump brings from a
 // device that is not a neighbour).
 //
-// Keys are obtained as in the neighbour-echo job (roles/neighbour_echo.h):
+// Keys are obtained as in the neighbour-echo job (echo/neighbour_echo.h):
 // the server answers PeerKeyRequest with PeerCertificate (certificate and
 // the peer's announced job key); the device checks each certificate against
 // the pinned deployment CA and the expected id

@@ -31,7 +31,7 @@
 #include "nodefl/emulator/shared_pair_keys.h"
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/random/drbg.h"
-#include "nodefl/roles/neighbour_echo.h"
+#include "nodefl/echo/neighbour_echo.h"
 #include "nodefl/host/net/tls_socket.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/tls/credentials.h"
@@ -159,7 +159,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   bool finished() const;
   bool failed() const { return failed_; }
   uint32_t id() const { return setup_.id; }
-  const roles::NeighbourEchoRole::Stats* stats() const { return role_ ? &role_->stats() : nullptr; }
+  const echo::NeighbourEchoRole::Stats* stats() const { return role_ ? &role_->stats() : nullptr; }
   const fedwalk::FedWalkHctRole* hct_role() const { return hct_role_.get(); }
   const PrivacyLedger* ledger() const { return ledger_.get(); }
   const fedwalk::FedWalkWalkRole* walk_role() const { return walk_role_.get(); }
@@ -193,8 +193,8 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   std::vector<uint8_t> frame_buffer_;
   std::vector<uint8_t> output_buffer_;
   std::unique_ptr<device::DeviceSession> session_;
-  std::vector<roles::EchoPeer> peers_;
-  std::unique_ptr<roles::NeighbourEchoRole> role_;
+  std::vector<echo::EchoPeer> peers_;
+  std::unique_ptr<echo::NeighbourEchoRole> role_;
   // FedWalk HCT: its own DRBG for noise (kept apart from TLS randomness),
   // ledger and storage.
   Drbg noise_drbg_;
@@ -241,7 +241,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   uint32_t connection_epoch_ = 0;
   std::string last_error_;
   Clock::time_point epoch_ = Clock::now();
-  roles::NeighbourEchoRole::Stats reported_{};
+  echo::NeighbourEchoRole::Stats reported_{};
 };
 
 }  // namespace nodefl::emulator

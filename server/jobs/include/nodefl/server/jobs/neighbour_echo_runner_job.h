@@ -2,7 +2,7 @@
 //
 // The neighbour-echo coordinator (neighbour_echo_job.h) behind the generic
 // Job interface: adds the round-1 parameters (a fresh job salt and the load
-// knobs, sdk/roles/public/nodefl/roles/neighbour_echo.h) and the summary.
+// knobs, sdk/roles/public/nodefl/echo/neighbour_echo.h) and the summary.
 #pragma once
 
 #include "nodefl/server/jobs/job.h"

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/roles/neighbour_echo.h"
+#include "nodefl/echo/neighbour_echo.h"
 
 #include <mbedtls/sha256.h>
 
@@ -11,7 +11,7 @@
 #include "nodefl/seal/seal.h"
 #include "nodefl/protocol/envelope_codec.h"
 
-namespace nodefl::roles {
+namespace nodefl::echo {
 namespace {
 
 constexpr uint8_t kMagic[8] = {'N', 'F', 'E', 'C', 'H', 'O', '0', '1'};
@@ -277,7 +277,7 @@ Status NeighbourEchoRole::SendKeyRequests(device::DeviceSession& session) {
   // The server holds our job key before anyone asks it for it.
   NODEFL_TRY(job_key_.SendIfDue(session, 1));
   if (job_key_.due() || directory_) return Status::Ok();
-  return SendPeerKeyRequests(session, job_id_, 1, peers_, &request_cursor_, &outstanding_requests_,
+  return roles::SendPeerKeyRequests(session, job_id_, 1, peers_, &request_cursor_, &outstanding_requests_,
                              kEchoMaxOutstandingKeyRequests);
 }
 
@@ -317,7 +317,7 @@ void NeighbourEchoRole::OnSessionRestart(bool /*resumed*/) {
   // by the reconnect is not sent again, and its missing neighbours fail at
   // the round's deadline rather than being named in requests.)
   if (phase_ == Phase::kKeys && !directory_) {
-    ForgetUnansweredPeerKeyRequests(peers_, &request_cursor_, &outstanding_requests_);
+    roles::ForgetUnansweredPeerKeyRequests(peers_, &request_cursor_, &outstanding_requests_);
   }
   // The server keeps our job key, but announcing it again costs one frame
   // and covers a server that lost it.
@@ -379,4 +379,4 @@ Status NeighbourEchoRole::OnPoll(uint64_t now_us, device::DeviceSession& session
   return Status::Ok();
 }
 
-}  // namespace nodefl::roles
+}  // namespace nodefl::echo

@@ -38,7 +38,7 @@
 #include "nodefl/tls/credentials.h"
 #include "nodefl/tls/rng.h"
 
-namespace nodefl::roles {
+namespace nodefl::echo {
 
 // JobStart.parameters of the echo job (round 1):
 //   salt (16 bytes): random, from the server; bound into the job keys (their
@@ -125,7 +125,7 @@ class NeighbourEchoRole final : public device::Role {
 
   Phase phase_ = Phase::kIdle;
   uint64_t job_id_ = 0;
-  JobKeyAnnouncer job_key_;
+  roles::JobKeyAnnouncer job_key_;
   bool directory_ = false;  // keys come from the peer directory
   protocol::PeerDirectoryReceiver directory_rx_{&OnDirectoryEntry, this};
   uint32_t messages_per_edge_ = 1;
@@ -146,4 +146,4 @@ class NeighbourEchoRole final : public device::Role {
   Stats stats_;
 };
 
-}  // namespace nodefl::roles
+}  // namespace nodefl::echo
