@@ -5,6 +5,8 @@
 #include <atomic>
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -397,25 +399,39 @@ TEST_F(RelayTest, ConcurrentProducersAndAnAckingConsumerLoseAndReorderNothing) {
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> refusals{0};
   std::atomic<uint32_t> producers_done{0};
+  // A fatal assertion only returns from the function it is in: inside a
+  // producer thread it would leave the consumer waiting for that producer
+  // forever, and a consumer that returned early would leave the producers
+  // retrying against full queues. So producers record what went wrong and
+  // stop; `stop` ends both sides, and the main thread reports after join.
+  std::atomic<bool> stop{false};
+  std::mutex failures_mutex;
+  std::vector<std::string> producer_failures;
   std::vector<std::thread> producers;
   for (uint32_t p = 0; p < kProducers; ++p) {
     producers.emplace_back([&, p] {
       const uint32_t src = kDestinations + p;
-      for (uint32_t seq = 0; seq < kPerProducer; ++seq) {
+      for (uint32_t seq = 0; seq < kPerProducer && !stop; ++seq) {
         const uint32_t dst = (seq * 7 + p) % kDestinations;  // overlapping destinations
         const uint32_t tag = (p << 24) | seq;
         const auto payload = Payload(tag, 16);
-        for (;;) {
+        while (!stop) {
           const RelayResult r = relay_->Submit(src, dst, payload, p, seq).result;
-          if (Accepted(r)) break;
+          if (Accepted(r)) {
+            accepted.fetch_add(1);
+            break;
+          }
           // Backpressure (online) or the pending bound while the consumer reconnects.
-          ASSERT_TRUE(r == RelayResult::kRefusedQueueFull ||
-                      r == RelayResult::kRefusedOfflineQueueFull)
-              << RelayResultName(r);
+          if (r != RelayResult::kRefusedQueueFull && r != RelayResult::kRefusedOfflineQueueFull) {
+            const std::lock_guard<std::mutex> lock(failures_mutex);
+            producer_failures.push_back("producer " + std::to_string(p) + " seq " + std::to_string(seq) +
+                                        ": " + std::string(RelayResultName(r)));
+            stop = true;
+            break;
+          }
           refusals.fetch_add(1);
           std::this_thread::yield();
         }
-        accepted.fetch_add(1);
       }
       producers_done.fetch_add(1);
     });
@@ -427,45 +443,54 @@ TEST_F(RelayTest, ConcurrentProducersAndAnAckingConsumerLoseAndReorderNothing) {
   for (auto& row : last_seq) row.fill(-1);
   uint64_t fresh = 0;
   uint64_t duplicates = 0;
-  uint64_t loops = 0;
-  std::vector<RelayMessage> batch;
-  for (;;) {
-    const bool done = producers_done.load() == kProducers;
-    bool any = false;
-    for (uint32_t d = 0; d < kDestinations; ++d) {
-      batch.clear();
-      relay_->Take(d, conns[d].attach.generation, 8, SIZE_MAX, &batch);
-      for (const RelayMessage& m : batch) {
-        any = true;
-        if (m.relay_id <= last_relay_id[d]) {  // redelivery after reconnect: device skips it
-          ++duplicates;
-          continue;
+  // The consumer is a lambda so that its fatal assertions return to the
+  // join below instead of leaving the test with the producers running.
+  const auto consume = [&] {
+    uint64_t loops = 0;
+    std::vector<RelayMessage> batch;
+    while (!stop) {
+      const bool done = producers_done.load() == kProducers;
+      bool any = false;
+      for (uint32_t d = 0; d < kDestinations; ++d) {
+        batch.clear();
+        relay_->Take(d, conns[d].attach.generation, 8, SIZE_MAX, &batch);
+        for (const RelayMessage& m : batch) {
+          any = true;
+          if (m.relay_id <= last_relay_id[d]) {  // redelivery after reconnect: device skips it
+            ++duplicates;
+            continue;
+          }
+          ASSERT_EQ(m.relay_id, last_relay_id[d] + 1) << "gap at destination " << d;
+          last_relay_id[d] = m.relay_id;
+          const uint32_t tag = TagOf(m);
+          const uint32_t p = tag >> 24;
+          const int64_t seq = tag & 0xFFFFFF;
+          ASSERT_LT(p, kProducers);
+          ASSERT_GT(seq, last_seq[d][p]) << "reordered at destination " << d;
+          last_seq[d][p] = seq;
+          ++fresh;
         }
-        ASSERT_EQ(m.relay_id, last_relay_id[d] + 1) << "gap at destination " << d;
-        last_relay_id[d] = m.relay_id;
-        const uint32_t tag = TagOf(m);
-        const uint32_t p = tag >> 24;
-        const int64_t seq = tag & 0xFFFFFF;
-        ASSERT_LT(p, kProducers);
-        ASSERT_GT(seq, last_seq[d][p]) << "reordered at destination " << d;
-        last_seq[d][p] = seq;
-        ++fresh;
+        ++loops;
+        if (loops % 97 == 0) {
+          // Reconnect without acking the latest batch: it must come back.
+          Disconnect(d, conns[d]);
+          const uint64_t acked = relay_->QueueSnapshot(d)->acked_through;
+          conns[d] = Connect(d, conns[d].attach.token, acked);
+          ASSERT_TRUE(conns[d].attach.resumed);
+          ASSERT_EQ(conns[d].begin.status, BeginSessionStatus::kOk);
+        } else if (last_relay_id[d] > relay_->QueueSnapshot(d)->acked_through) {
+          ASSERT_EQ(relay_->Ack(d, last_relay_id[d]).status, AckStatus::kAcked);
+        }
       }
-      ++loops;
-      if (loops % 97 == 0) {
-        // Reconnect without acking the latest batch: it must come back.
-        Disconnect(d, conns[d]);
-        const uint64_t acked = relay_->QueueSnapshot(d)->acked_through;
-        conns[d] = Connect(d, conns[d].attach.token, acked);
-        ASSERT_TRUE(conns[d].attach.resumed);
-        ASSERT_EQ(conns[d].begin.status, BeginSessionStatus::kOk);
-      } else if (last_relay_id[d] > relay_->QueueSnapshot(d)->acked_through) {
-        ASSERT_EQ(relay_->Ack(d, last_relay_id[d]).status, AckStatus::kAcked);
-      }
+      if (done && !any && relay_->Stats().messages_held == 0) break;
     }
-    if (done && !any && relay_->Stats().messages_held == 0) break;
-  }
+  };
+  consume();
+  stop = true;
   for (auto& t : producers) t.join();
+  for (const std::string& failure : producer_failures) ADD_FAILURE() << failure;
+  // After a failure the totals below would only repeat it.
+  if (HasFailure()) return;
 
   const uint64_t total = uint64_t{kProducers} * kPerProducer;
   EXPECT_EQ(accepted.load(), total);
