@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -111,17 +112,48 @@ class ScriptedServer {
   uint64_t next_seq_ = 1;
 };
 
+// A LogSink that keeps every line in fixed storage, so that capturing
+// allocates nothing inside NODEFL_EXPECT_NO_HEAP.
+struct CapturedLog {
+  static constexpr size_t kLines = 16;
+  char lines[kLines][160] = {};
+  LogLevel levels[kLines] = {};
+  size_t count = 0;
+
+  static void Write(void* context, LogLevel level, const char* line) {
+    auto* self = static_cast<CapturedLog*>(context);
+    if (self->count == kLines) return;
+    std::snprintf(self->lines[self->count], sizeof(self->lines[0]), "%s", line);
+    self->levels[self->count++] = level;
+  }
+  LogSink sink(LogLevel min_level = LogLevel::kDebug) {
+    LogSink s;
+    s.write = &Write;
+    s.context = this;
+    s.min_level = min_level;
+    return s;
+  }
+  // Index of the first line containing `text`, or -1.
+  int Find(const char* text) const {
+    for (size_t i = 0; i < count; ++i) {
+      if (std::strstr(lines[i], text) != nullptr) return static_cast<int>(i);
+    }
+    return -1;
+  }
+};
+
 struct Fixture {
-  explicit Fixture(size_t output_frames = 4, uint32_t ack_every = 2)
+  explicit Fixture(size_t output_frames = 4, uint32_t ack_every = 2, LogSink log = {})
       : frame(kMaxFrame), output(output_frames * kMaxFrame),
-        session(Options(ack_every), SessionBuffers{Span<uint8_t>(frame), Span<uint8_t>(output)}) {
+        session(Options(ack_every, log), SessionBuffers{Span<uint8_t>(frame), Span<uint8_t>(output)}) {
     EXPECT_TRUE(session.AddRole(role).ok());
   }
-  static SessionOptions Options(uint32_t ack_every) {
+  static SessionOptions Options(uint32_t ack_every, LogSink log) {
     SessionOptions o;
     o.device_id = 42;
     o.ack_every = ack_every;
     o.welcome_timeout_us = 1'000'000;
+    o.log = log;
     return o;
   }
   Status Feed(const std::vector<uint8_t>& bytes, uint64_t now = 0) {
@@ -338,6 +370,92 @@ TEST(DeviceSessionTest, SessionNeverAllocates) {
     f.session.Poll(2'000'000).IgnoreError();
   });
   EXPECT_EQ(f.role.relay_ids.size(), 1u);
+}
+
+TEST(DeviceSessionLogTest, ServerErrorIsLoggedWithItsCodeAndText) {
+  CapturedLog log;
+  Fixture f(4, 2, log.sink());
+  f.Register();
+  nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
+  protocol::InitError(&e, StatusCode::kPermissionDenied, "device id does not match certificate", 0, 0);
+  const std::vector<uint8_t> error = f.server.Frame(e);
+  Status fed;
+  NODEFL_EXPECT_NO_HEAP({ fed = f.Feed(error); });
+  EXPECT_EQ(fed, Status::PermissionDenied());
+  const int at = log.Find("server sent Error");
+  ASSERT_GE(at, 0);
+  EXPECT_EQ(log.levels[at], LogLevel::kError);
+  EXPECT_NE(std::strstr(log.lines[at], "device 42"), nullptr) << log.lines[at];
+  EXPECT_NE(std::strstr(log.lines[at], "PERMISSION_DENIED"), nullptr) << log.lines[at];
+  EXPECT_NE(std::strstr(log.lines[at], "device id does not match certificate"), nullptr) << log.lines[at];
+}
+
+TEST(DeviceSessionLogTest, ProtocolViolationSaysWhyTheSessionClosed) {
+  CapturedLog log;
+  Fixture f(4, 2, log.sink());
+  f.Register();
+  nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
+  e.which_body = nodefl_wire_Envelope_heartbeat_tag;
+  e.seq = 7;  // expected 2
+  EXPECT_EQ(f.Feed(f.server.Frame(e)), Status::DataLoss());
+  const int at = log.Find("session closed (DATA_LOSS): out-of-sequence message from server");
+  ASSERT_GE(at, 0) << (log.count > 0 ? log.lines[log.count - 1] : "no lines");
+  EXPECT_EQ(log.levels[at], LogLevel::kError);
+}
+
+TEST(DeviceSessionLogTest, ResumeAcceptedAndRefusedAreLogged) {
+  CapturedLog log;
+  Fixture f(4, 2, log.sink());
+  f.Register();
+  EXPECT_GE(log.Find("device 42: registered"), 0);
+  EXPECT_LT(log.Find("resume"), 0);  // first contact is no resume
+
+  ASSERT_TRUE(f.Feed(f.server.JobStart(9)).ok());
+  ASSERT_TRUE(f.Feed(f.server.Deliver(9, 1)).ok());
+  ASSERT_TRUE(f.session.Reconnect(10).ok());
+  ScriptedServer::Read(f.session);
+  f.server.Restart();
+  const std::vector<uint8_t> resumed = f.server.Welcome(/*resumed=*/true);
+  Status fed;
+  NODEFL_EXPECT_NO_HEAP({ fed = f.Feed(resumed); });
+  ASSERT_TRUE(fed.ok());
+  const int accepted = log.Find("resume accepted");
+  ASSERT_GE(accepted, 0);
+  EXPECT_EQ(log.levels[accepted], LogLevel::kInfo);
+  EXPECT_NE(std::strstr(log.lines[accepted], "after id 1"), nullptr) << log.lines[accepted];
+
+  ASSERT_TRUE(f.session.Reconnect(20).ok());
+  ScriptedServer::Read(f.session);
+  f.server.Restart();
+  ASSERT_TRUE(f.Feed(f.server.Welcome(/*resumed=*/false)).ok());
+  const int refused = log.Find("resume refused");
+  ASSERT_GE(refused, 0);
+  EXPECT_EQ(log.levels[refused], LogLevel::kWarning);
+}
+
+TEST(DeviceSessionLogTest, RefusedReleaseInAReportIsLogged) {
+  CapturedLog log;
+  Fixture f(4, 2, log.sink(LogLevel::kWarning));
+  f.Register();
+  EXPECT_EQ(log.count, 0u);  // below the sink's level: registering is quiet
+  nodefl_wire_Envelope& report = f.session.NewMessage(nodefl_wire_Envelope_job_report_tag, 9, 2);
+  report.body.job_report.code = static_cast<uint32_t>(StatusCode::kPermissionDenied);
+  ASSERT_TRUE(f.session.Send(report).ok());
+  ASSERT_EQ(log.count, 1u);
+  EXPECT_NE(std::strstr(log.lines[0], "job 9 round 2: release refused, privacy budget exhausted"), nullptr)
+      << log.lines[0];
+  nodefl_wire_Envelope& ok = f.session.NewMessage(nodefl_wire_Envelope_job_report_tag, 9, 3);
+  ASSERT_TRUE(f.session.Send(ok).ok());
+  EXPECT_EQ(log.count, 1u);  // an OK report says nothing
+}
+
+TEST(DeviceSessionLogTest, WithoutASinkTheSessionStillClosesWithAReason) {
+  Fixture f;  // default options: no sink
+  f.Register();
+  nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
+  e.which_body = nodefl_wire_Envelope_welcome_tag;  // a second Welcome: protocol error
+  EXPECT_EQ(f.Feed(f.server.Frame(e)), Status::FailedPrecondition());
+  EXPECT_STREQ(f.session.last_error(), "unexpected Welcome");
 }
 
 }  // namespace

@@ -86,6 +86,7 @@ Status DeviceSession::Send(nodefl_wire_Envelope& message) {
   Result<size_t> written = protocol::EncodeFrame(message, buffers_.output.subspan(output_size_));
   if (!written.ok()) return written.status();
   output_size_ += *written;
+  LogReport(message);
   ++next_out_seq_;
   ++counters_.frames_out;
   return Status::Ok();
@@ -140,10 +141,38 @@ Status DeviceSession::Close(const char* reason) {
   return Status::Ok();
 }
 
-Status DeviceSession::Fail(Status status, const char* text) {
+Status DeviceSession::Fail(Status status, const char* text, LogLevel level, const char* what) {
   CopyText(last_error_, sizeof(last_error_), text);
   state_ = SessionState::kClosed;
+  options_.log.Log(level, "device %u: %s (%s): %s", options_.device_id, what, status.str(), last_error_);
   return status;
+}
+
+Status DeviceSession::RoleResult(Status status, const Role& role, const char* during) {
+  if (!status.ok()) {
+    options_.log.Log(LogLevel::kError, "device %u: role for job kind %u failed %s (%s)", options_.device_id,
+                     static_cast<unsigned>(role.kind()), during, status.str());
+  }
+  return status;
+}
+
+void DeviceSession::LogReport(const nodefl_wire_Envelope& message) const {
+  if (message.which_body != nodefl_wire_Envelope_job_report_tag || message.body.job_report.code == 0) return;
+  const uint32_t code = message.body.job_report.code;
+  const unsigned long long job = message.job_id;
+  if (code == static_cast<uint32_t>(StatusCode::kPermissionDenied)) {
+    // The ledger refused: the device's own privacy budget is spent, and the
+    // role withheld the release whatever the server asked.
+    options_.log.Log(LogLevel::kWarning,
+                     "device %u: job %llu round %u: release refused, privacy budget exhausted (PERMISSION_DENIED)",
+                     options_.device_id, job, static_cast<unsigned>(message.round));
+    return;
+  }
+  const char* name = code <= static_cast<uint32_t>(StatusCode::kUnauthenticated)
+                         ? StatusCodeName(static_cast<StatusCode>(code))
+                         : "?";
+  options_.log.Log(LogLevel::kWarning, "device %u: job %llu round %u: role reported %s", options_.device_id, job,
+                   static_cast<unsigned>(message.round), name);
 }
 
 Status DeviceSession::OnReceived(ConstByteSpan plaintext, uint64_t now_us, size_t* consumed) {
@@ -188,10 +217,11 @@ Status DeviceSession::HandleEnvelope(uint64_t /*now_us*/) {
       const Status status = (code == 0 || code > static_cast<uint32_t>(StatusCode::kUnauthenticated))
                                 ? Status::Unknown()
                                 : Status(static_cast<StatusCode>(code));
-      return Fail(status, in_.body.error.message);
+      return Fail(status, in_.body.error.message, LogLevel::kError, "server sent Error");
     }
     case nodefl_wire_Envelope_goodbye_tag:
-      return Fail(Status::Cancelled(), in_.body.goodbye.reason);
+      // The server ends sessions after a job, too: not a fault by itself.
+      return Fail(Status::Cancelled(), in_.body.goodbye.reason, LogLevel::kInfo, "server said goodbye");
     case nodefl_wire_Envelope_heartbeat_tag:
       return Status::Ok();
     default:
@@ -221,6 +251,7 @@ Status DeviceSession::HandleWelcome() {
   }
   const nodefl_wire_Welcome& w = in_.body.welcome;
   if (w.resume_token.size > sizeof(resume_token_)) return Fail(Status::DataLoss(), "bad resume token");
+  const bool asked_to_resume = resume_token_size_ > 0;
   std::memcpy(resume_token_, w.resume_token.bytes, w.resume_token.size);
   resume_token_size_ = w.resume_token.size;
   heartbeat_interval_ms_ = w.heartbeat_interval_ms;
@@ -233,6 +264,19 @@ Status DeviceSession::HandleWelcome() {
     acked_relay_id_ = 0;
   }
   state_ = SessionState::kReady;
+  if (resumed_) {
+    options_.log.Log(LogLevel::kInfo, "device %u: resume accepted; relay deliveries continue after id %llu",
+                     options_.device_id, static_cast<unsigned long long>(last_relay_id_));
+  } else if (asked_to_resume) {
+    // Relay messages the old server session still held for this device are
+    // gone; roles re-send what they need (Role::OnSessionRestart).
+    options_.log.Log(LogLevel::kWarning, "device %u: resume refused; the server started a fresh session",
+                     options_.device_id);
+  } else {
+    options_.log.Log(LogLevel::kInfo, "device %u: registered (heartbeat %u ms, idle timeout %u ms)",
+                     options_.device_id, static_cast<unsigned>(heartbeat_interval_ms_),
+                     static_cast<unsigned>(idle_timeout_ms_));
+  }
   if (restarted_) {
     for (Role* role : roles_) role->OnSessionRestart(resumed_);
   }
@@ -262,7 +306,7 @@ Status DeviceSession::HandleJobMessage() {
     role = RoleForJob(in_.job_id);
     if (role == nullptr) return Fail(Status::FailedPrecondition(), "message for an unknown job");
   }
-  return role->OnMessage(in_, *this);
+  return RoleResult(role->OnMessage(in_, *this), *role, "on a message for its job");
 }
 
 Status DeviceSession::HandleRelayDeliver() {
@@ -280,7 +324,7 @@ Status DeviceSession::HandleRelayDeliver() {
     return Status::Ok();
   }
   ++counters_.relay_delivered;
-  return role->OnMessage(in_, *this);
+  return RoleResult(role->OnMessage(in_, *this), *role, "on a relay delivery");
 }
 
 Status DeviceSession::SendAckIfDue(bool force) {
@@ -312,7 +356,7 @@ Status DeviceSession::Poll(uint64_t now_us) {
   }
   NODEFL_TRY(SendAckIfDue(true));
   for (Role* role : roles_) {
-    NODEFL_TRY(role->OnPoll(now_us, *this));
+    NODEFL_TRY(RoleResult(role->OnPoll(now_us, *this), *role, "in Poll"));
   }
   if (output_size_ > 0) last_tx_us_ = now_us;
   if (heartbeat_interval_ms_ != 0 && now_us - last_tx_us_ >= uint64_t{heartbeat_interval_ms_} * 1000 &&

@@ -2,7 +2,6 @@
 #include "nodefl/platform/host_platform.h"
 
 #include <sys/random.h>
-#include <time.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -22,12 +21,6 @@ Status HostEntropyFill(void* /*context*/, Span<uint8_t> out) {
   return Status::Ok();
 }
 
-uint64_t HostMonotonicMicros(void* /*context*/) {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000u + static_cast<uint64_t>(ts.tv_nsec) / 1000u;
-}
-
 void HostStderrLog(void* context, LogLevel level, const char* line) {
   const char* prefix = static_cast<const char*>(context);
   std::fprintf(stderr, "[%s]%s%s %s\n", LogLevelName(level), prefix ? " " : "", prefix ? prefix : "",
@@ -37,7 +30,6 @@ void HostStderrLog(void* context, LogLevel level, const char* line) {
 Platform MakeHostPlatform(LogLevel min_log_level) {
   Platform p;
   p.entropy.fill = &HostEntropyFill;
-  p.clock.now_us = &HostMonotonicMicros;
   p.log.write = &HostStderrLog;
   p.log.min_level = min_log_level;
   return p;

@@ -68,6 +68,10 @@ Status EmulatedDevice::Init() {
   output_buffer_.resize(kOutputFrames * kMaxFrame);
   device::SessionOptions options;
   options.device_id = setup_.id;
+  // Session events go to stderr from the level the fleet chose (warnings
+  // and errors by default, so that ten thousand healthy devices stay quiet).
+  options.log.write = &host::HostStderrLog;
+  options.log.min_level = fleet_.device_log_level;
   session_ = std::make_unique<device::DeviceSession>(
       options, device::SessionBuffers{ByteSpan(frame_buffer_), ByteSpan(output_buffer_)});
 

@@ -22,6 +22,7 @@
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
 #include "nodefl/device/role.h"
+#include "nodefl/platform/platform.h"
 #include "nodefl/protocol/envelope.pb.h"
 #include "nodefl/protocol/frame.h"
 #include "nodefl/protocol/limits.h"
@@ -45,6 +46,11 @@ struct SessionOptions {
   uint64_t welcome_timeout_us = 10'000'000;
   // Acknowledge relay deliveries after this many (and on every Poll).
   uint32_t ack_every = 16;
+  // Optional: where the session says what happened to it (why it closed,
+  // a resume accepted or refused, an Error from the server, a role failing
+  // or reporting a refused release). No sink (the default) logs nothing.
+  // Lines are formatted on the stack (platform.h), never allocated.
+  LogSink log;
 };
 
 // Everything the session needs from the app, as caller-owned memory.
@@ -129,7 +135,14 @@ class DeviceSession {
   Status HandleRelayDeliver();
   Status SendHello(uint64_t now_us);
   Status SendAckIfDue(bool force);
-  Status Fail(Status status, const char* text);
+  // Closes the session with `status`; `text` becomes last_error() and, with
+  // `what` in front, one log line at `level`.
+  Status Fail(Status status, const char* text, LogLevel level = LogLevel::kError,
+              const char* what = "session closed");
+  // A role's error ends the connection (role.h); say which job it was.
+  Status RoleResult(Status status, const Role& role, const char* during);
+  // Reports whose code is not OK (a refused release, a failed round).
+  void LogReport(const nodefl_wire_Envelope& message) const;
   Role* RoleForJob(uint64_t job_id);
   Role* RoleForKind(nodefl_wire_JobKind kind);
 

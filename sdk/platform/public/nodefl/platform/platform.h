@@ -3,8 +3,14 @@
 // The porting layer: the only things the device core needs from the world it
 // runs in. A port fills a Platform with plain function pointers plus a context
 // pointer (no virtual calls, no globals), so ten thousand emulated devices in
-// one process can each have their own clock and log, and a Cortex-M port can
-// point entropy at its TRNG peripheral.
+// one process can each have their own log, and a Cortex-M port can point
+// entropy at its TRNG peripheral.
+//
+// Time is deliberately not a hook: the app (or port) owns the clock and
+// passes `now_us` into every call that needs it (DeviceSession::Poll, ...).
+// A core that read a clock itself would stop being a pure state machine;
+// with time as an argument, tests step it by hand and the emulator drives
+// thousands of devices from one event loop.
 #pragma once
 
 #include <cstdint>
@@ -27,14 +33,6 @@ struct EntropySource {
   }
 };
 
-// Monotonic microseconds since an arbitrary epoch; never goes backwards.
-struct MonotonicClock {
-  uint64_t (*now_us)(void* context) = nullptr;
-  void* context = nullptr;
-
-  uint64_t NowMicros() const { return now_us == nullptr ? 0 : now_us(context); }
-};
-
 enum class LogLevel : uint8_t { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
 
 const char* LogLevelName(LogLevel level);
@@ -52,7 +50,6 @@ struct LogSink {
 
 struct Platform {
   EntropySource entropy;
-  MonotonicClock clock;
   LogSink log;
 };
 

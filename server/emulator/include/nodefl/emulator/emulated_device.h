@@ -141,6 +141,9 @@ struct FleetSetup {
   PrivacyBudget budget;
   // The public neighbour cap every device applies (0: none).
   uint32_t max_neighbours = 0;
+  // Lowest level of the device sessions' log lines written to stderr
+  // (device/device_session.h says what they log).
+  LogLevel device_log_level = LogLevel::kWarning;
 };
 
 class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
