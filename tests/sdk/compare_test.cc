@@ -9,6 +9,8 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <ostream>
+#include <string>
 #include <vector>
 
 #include "nodefl/compare/comparison_plan.h"
@@ -162,7 +164,10 @@ TEST_P(ExhaustiveTest, EveryPairWithTheExtension) {
   ExpectCorrect(run, x, y);
 }
 
-INSTANTIATE_TEST_SUITE_P(Widths, ExhaustiveTest, ::testing::Range(1u, 9u));
+INSTANTIATE_TEST_SUITE_P(Widths, ExhaustiveTest, ::testing::Range(1u, 9u),
+                         [](const ::testing::TestParamInfo<uint32_t>& param_info) {
+                           return "width" + std::to_string(param_info.param);
+                         });
 
 // The last pair of width 8 (255 vs 255) and all pairs at widths 1..4 with
 // base OTs only.
@@ -210,6 +215,16 @@ struct WideCase {
   uint32_t count;
 };
 
+// "width32_digits8_extension_reveal_300": the test's name and how GoogleTest
+// prints the case, the same in every build (by default it would print the
+// struct's bytes, padding included, and CTest would name the test by them).
+std::string WideCaseName(const WideCase& c) {
+  return "width" + std::to_string(c.width) + "_digits" + std::to_string(c.digit_bits) +
+         (c.mode == OtMode::kBase ? "_base" : "_extension") + (c.reveal ? "_reveal_" : "_private_") +
+         std::to_string(c.count);
+}
+void PrintTo(const WideCase& c, std::ostream* os) { *os << WideCaseName(c); }
+
 class WideTest : public ::testing::TestWithParam<WideCase> {};
 
 TEST_P(WideTest, RandomizedAndBoundaryInputs) {
@@ -228,7 +243,8 @@ INSTANTIATE_TEST_SUITE_P(
                       WideCase{32, 0, OtMode::kBase, false, 6}, WideCase{16, 0, OtMode::kExtension, true, 1000},
                       WideCase{32, 0, OtMode::kExtension, true, 1000}, WideCase{32, 0, OtMode::kExtension, false, 300},
                       WideCase{32, 8, OtMode::kExtension, true, 300}, WideCase{32, 1, OtMode::kExtension, true, 200},
-                      WideCase{27, 5, OtMode::kExtension, true, 300}, WideCase{12, 3, OtMode::kBase, true, 10}));
+                      WideCase{27, 5, OtMode::kExtension, true, 300}, WideCase{12, 3, OtMode::kBase, true, 10}),
+    [](const ::testing::TestParamInfo<WideCase>& param_info) { return WideCaseName(param_info.param); });
 
 // What the peer and the relay see (message count and sizes) must not
 // depend on the inputs.
