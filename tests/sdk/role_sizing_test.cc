@@ -12,6 +12,13 @@
 #include "nodefl/core/arena.h"
 #include "nodefl/core/storage_plan.h"
 #include "nodefl/echo/echo_sizing.h"
+#include "nodefl/fedwalk/hct_role.h"
+#include "nodefl/fedwalk/hct_sizing.h"
+#include "nodefl/fedwalk/histogram_role.h"
+#include "nodefl/fedwalk/histogram_sizing.h"
+#include "nodefl/fedwalk/walk_sizing.h"
+#include "nodefl/privacy/ledger.h"
+#include "nodefl/random/drbg.h"
 
 namespace nodefl {
 namespace {
@@ -65,6 +72,120 @@ TEST(RoleSizingTest, NeighbourEcho) {
     }
     return storage.status();
   });
+}
+
+TEST(RoleSizingTest, FedWalkHct) {
+  fedwalk::HctSizing sizing;
+  sizing.neighbours = 5;
+  sizing.codebook_entries_per_neighbour = 8;
+  sizing.codebook_spare_entries = 100;
+  sizing.kept_vertex_count = 1000;
+  Result<StoragePlan> plan = fedwalk::Plan(sizing);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_GE(plan->bytes(), 5 * sizeof(fedwalk::HctNeighbour) + 140 * sizeof(fedwalk::CodebookEntry) +
+                               fedwalk::TreeArtefactBytes(1000) + 1000);
+  ExpectCarveMatchesPlan(sizing, [&](Arena& arena) {
+    Result<fedwalk::HctStorage> storage = fedwalk::Carve(arena, sizing);
+    if (storage.ok()) {
+      EXPECT_EQ(storage->neighbours.size(), 5u);
+      EXPECT_EQ(storage->codebook_pool.size(), 140u);
+      EXPECT_EQ(storage->tree.size(), fedwalk::TreeArtefactBytes(1000));
+      EXPECT_EQ(storage->bin_plan.size(), 1000u);
+    }
+    return storage.status();
+  });
+
+  // Without a kept tree the plan shrinks to neighbours and codebook, and
+  // the role runs on the carve.
+  sizing.kept_vertex_count = 0;
+  plan = fedwalk::Plan(sizing);
+  ASSERT_TRUE(plan.ok());
+  std::vector<uint8_t> buffer(plan->ArenaBytes());
+  Arena arena(buffer);
+  Result<fedwalk::HctStorage> storage = fedwalk::Carve(arena, sizing);
+  ASSERT_TRUE(storage.ok());
+  EXPECT_TRUE(storage->tree.empty());
+  EXPECT_TRUE(storage->bin_plan.empty());
+  for (uint32_t i = 0; i < 5; ++i) storage->neighbours[i].id = 10 + i;
+  Drbg rng;
+  std::vector<LedgerEntry> entries(2);
+  PrivacyLedger ledger(entries);
+  fedwalk::FedWalkHctRole role(1, *storage, rng, ledger);
+  EXPECT_TRUE(role.Init(5).ok());
+}
+
+TEST(RoleSizingTest, FedWalkHctCodebookOverflowIsRefused) {
+  fedwalk::HctSizing sizing;
+  sizing.neighbours = 0xFFFFFFFFu;
+  sizing.codebook_entries_per_neighbour = 0xFFFFFFFFu;
+  EXPECT_EQ(fedwalk::Plan(sizing).status(), Status::ResourceExhausted());
+  uint8_t buffer[64];
+  Arena arena(buffer);
+  EXPECT_EQ(fedwalk::Carve(arena, sizing).status(), Status::ResourceExhausted());
+  EXPECT_EQ(arena.used(), 0u);
+}
+
+TEST(RoleSizingTest, FedWalkHistogram) {
+  fedwalk::HistogramSizing sizing;
+  sizing.neighbours = 9;
+  sizing.max_clusters = 70000;  // clamped to what a job can have
+  EXPECT_EQ(sizing.cells(), fedwalk::kMaxClusters);
+  Result<StoragePlan> plan = fedwalk::Plan(sizing);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->bytes(), 9 * sizeof(fedwalk::HistogramNeighbour) + 4u * fedwalk::kMaxClusters);
+  ExpectCarveMatchesPlan(sizing, [&](Arena& arena) {
+    Result<fedwalk::HistogramStorage> storage = fedwalk::Carve(arena, sizing);
+    if (storage.ok()) {
+      EXPECT_EQ(storage->neighbours.size(), 9u);
+      EXPECT_EQ(storage->cells.size(), size_t{fedwalk::kMaxClusters});
+    }
+    return storage.status();
+  });
+
+  sizing.max_clusters = 0;  // no vertex count: still one cell
+  EXPECT_EQ(sizing.cells(), 1u);
+  plan = fedwalk::Plan(sizing);
+  ASSERT_TRUE(plan.ok());
+  std::vector<uint8_t> buffer(plan->ArenaBytes());
+  Arena arena(buffer);
+  Result<fedwalk::HistogramStorage> storage = fedwalk::Carve(arena, sizing);
+  ASSERT_TRUE(storage.ok());
+  for (uint32_t i = 0; i < 9; ++i) storage->neighbours[i].id = 2 + i;
+  Drbg rng;
+  std::vector<LedgerEntry> entries(2);
+  PrivacyLedger ledger(entries);
+  fedwalk::FedWalkHistogramRole role(1, *storage, rng, ledger);
+  EXPECT_TRUE(role.Init().ok());
+}
+
+TEST(RoleSizingTest, FedWalkWalk) {
+  fedwalk::WalkSizing sizing;
+  sizing.neighbours = 40;
+  sizing.peer_cache = 16;
+  sizing.base_slots = 32;
+  sizing.walk_length = 40;
+  sizing.vertex_count = 500;
+  EXPECT_EQ(sizing.slots(), 42u);  // a quarter of the neighbours on top
+  Result<StoragePlan> plan = fedwalk::Plan(sizing);
+  ASSERT_TRUE(plan.ok());
+  ExpectCarveMatchesPlan(sizing, [&](Arena& arena) {
+    Result<fedwalk::WalkArenaStorage> carved = fedwalk::Carve(arena, sizing);
+    if (carved.ok()) {
+      const fedwalk::WalkStorage& s = carved->storage;
+      EXPECT_EQ(s.neighbour_peers.size(), 40u);
+      EXPECT_EQ(s.neighbour_peers.data(), carved->neighbour_peers.span().data());
+      EXPECT_EQ(s.peer_cache.size(), 16u);
+      EXPECT_EQ(s.slots.size(), 42u);
+      EXPECT_EQ(s.slot_memory.size(), 42 * fedwalk::WalkSlotBytes(40));
+      EXPECT_EQ(s.scratch.size(), fedwalk::WalkSlotBytes(40));
+      EXPECT_EQ(s.tree_parent.size(), fedwalk::TreeIndex::NodeCount(500));
+      EXPECT_EQ(s.tree_leaf_of_vertex.size(), 500u);
+      EXPECT_EQ(s.pool.size(), 500u);
+    }
+    return carved.status();
+  });
+  sizing.neighbours = 100000;
+  EXPECT_EQ(sizing.slots(), fedwalk::kMaxPendingWalks);
 }
 
 }  // namespace
