@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "heap_counter.h"
+#include "nodefl/compare/compare_sizing.h"
 #include "nodefl/core/arena.h"
 #include "nodefl/core/storage_plan.h"
 #include "nodefl/echo/echo_sizing.h"
@@ -186,6 +187,41 @@ TEST(RoleSizingTest, FedWalkWalk) {
   });
   sizing.neighbours = 100000;
   EXPECT_EQ(sizing.slots(), fedwalk::kMaxPendingWalks);
+}
+
+TEST(RoleSizingTest, SecureCompare) {
+  compare::CompareSizing sizing;
+  sizing.neighbours = 6;
+  sizing.contexts = 3;
+  sizing.slots_per_context = 5;
+  Result<StoragePlan> plan = compare::Plan(sizing);
+  ASSERT_TRUE(plan.ok());
+  // The default room is the widest plan's: 32-bit inputs in 8-bit digits.
+  EXPECT_EQ(compare::PlanComparison(32, 8)->table_bytes(), 256u);
+  EXPECT_GE(plan->bytes(), 6 * sizeof(compare::ComparePeer) + 3 * sizeof(compare::CompareContext) +
+                               15 * sizeof(compare::ComparisonSlot) + 15 * 256u);
+  ExpectCarveMatchesPlan(sizing, [&](Arena& arena) {
+    Result<compare::CompareArenaStorage> carved = compare::Carve(arena, sizing);
+    if (carved.ok()) {
+      EXPECT_EQ(carved->peers.size(), 6u);
+      EXPECT_EQ(carved->contexts.size(), 3u);
+      for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(carved->contexts[i].slots.size(), 5u);
+        EXPECT_EQ(carved->contexts[i].tables.size(), 5u * 256u);
+      }
+      // Contexts do not share memory.
+      EXPECT_NE(carved->contexts[0].tables.data(), carved->contexts[1].tables.data());
+    }
+    return carved.status();
+  });
+
+  sizing.width = 33;  // beyond the contract
+  EXPECT_EQ(compare::Plan(sizing).status(), Status::InvalidArgument());
+  sizing.width = 16;
+  sizing.digit_bits = 4;  // narrower jobs only: smaller tables
+  Result<StoragePlan> narrow = compare::Plan(sizing);
+  ASSERT_TRUE(narrow.ok());
+  EXPECT_LT(narrow->bytes(), plan->bytes());
 }
 
 }  // namespace
