@@ -14,12 +14,12 @@
 #include "nodefl/compare/compare_role.h"
 #include "nodefl/compare/comparison_session.h"
 #include "nodefl/core/little_endian.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/seal/job_keys.h"
 #include "nodefl/seal/pair_key_source.h"
 #include "nodefl/seal/seal.h"
 #include "nodefl/tls/credentials.h"
-#include "nodefl/tls/rng.h"
 #include "test_pki.h"
 
 namespace nodefl::compare {
@@ -50,11 +50,11 @@ Observed RunSealed(TestPki& pki, uint32_t x, uint32_t y, seal::PairKeys* keys_ou
   const std::vector<uint8_t> salt(16, 0x42);
   seal::PairKeys pair, job;
   const std::vector<uint8_t> cert_b = pki.Device(4).certificate_der;
-  EXPECT_TRUE(seal::VerifyAndDerivePairKeys(a.credentials, cert_b, 3, 4, &tls::DrbgRandom, &a.drbg, &pair).ok());
+  EXPECT_TRUE(seal::VerifyAndDerivePairKeys(a.credentials, cert_b, 3, 4, &crypto::DrbgRandom, &a.drbg, &pair).ok());
   seal::JobKeyPair a_key, b_key;
-  EXPECT_TRUE(a_key.Generate(9, salt, &tls::DrbgRandom, &a.drbg).ok());
-  EXPECT_TRUE(b_key.Generate(9, salt, &tls::DrbgRandom, &b.drbg).ok());
-  EXPECT_TRUE(seal::DeriveJobKeys(pair, a_key, 3, b_key.public_key(), &tls::DrbgRandom, &a.drbg, &job).ok());
+  EXPECT_TRUE(a_key.Generate(9, salt, &crypto::DrbgRandom, &a.drbg).ok());
+  EXPECT_TRUE(b_key.Generate(9, salt, &crypto::DrbgRandom, &b.drbg).ok());
+  EXPECT_TRUE(seal::DeriveJobKeys(pair, a_key, 3, b_key.public_key(), &crypto::DrbgRandom, &a.drbg, &job).ok());
   *keys_out = job;
   RunShape shape;
   shape.plan = PlanComparison(8).value();
@@ -66,8 +66,8 @@ Observed RunSealed(TestPki& pki, uint32_t x, uint32_t y, seal::PairKeys* keys_ou
   ComparisonSession pb(ComparisonStorage{Span<ComparisonSlot>(sb), ByteSpan()});
   ot::OtTag tag;
   const std::vector<uint32_t> vx = {x}, vy = {y};
-  EXPECT_TRUE(pa.Start(Role::kA, shape, tag, vx, &tls::DrbgRandom, &a.drbg).ok());
-  EXPECT_TRUE(pb.Start(Role::kB, shape, tag, vy, &tls::DrbgRandom, &b.drbg).ok());
+  EXPECT_TRUE(pa.Start(Role::kA, shape, tag, vx, &crypto::DrbgRandom, &a.drbg).ok());
+  EXPECT_TRUE(pb.Start(Role::kB, shape, tag, vy, &crypto::DrbgRandom, &b.drbg).ok());
   Observed seen;
   std::vector<uint8_t> plain(4 + shape.max_message_bytes), sealed(seal::kMaxSealedBytes), opened(4096);
   uint64_t counter[2] = {1, 1};
@@ -128,13 +128,13 @@ TEST(CompareRelayTest, TheRelaySeesOnlySealedBytesOfInputIndependentSizes) {
   const std::vector<uint8_t> cert_4 = pki.Device(4).certificate_der;
   const std::vector<uint8_t> salt(16, 0x42);
   ASSERT_TRUE(seal::VerifyAndDerivePairKeys(relay_like.credentials, cert_4, 5, 4,
-                                            &tls::DrbgRandom, &relay_like.drbg, &other)
+                                            &crypto::DrbgRandom, &relay_like.drbg, &other)
                   .ok());
   seal::JobKeyPair relay_key, key_4;
-  ASSERT_TRUE(relay_key.Generate(9, salt, &tls::DrbgRandom, &relay_like.drbg).ok());
-  ASSERT_TRUE(key_4.Generate(9, salt, &tls::DrbgRandom, &relay_like.drbg).ok());
+  ASSERT_TRUE(relay_key.Generate(9, salt, &crypto::DrbgRandom, &relay_like.drbg).ok());
+  ASSERT_TRUE(key_4.Generate(9, salt, &crypto::DrbgRandom, &relay_like.drbg).ok());
   ASSERT_TRUE(
-      seal::DeriveJobKeys(other, relay_key, 5, key_4.public_key(), &tls::DrbgRandom, &relay_like.drbg, &other_job)
+      seal::DeriveJobKeys(other, relay_key, 5, key_4.public_key(), &crypto::DrbgRandom, &relay_like.drbg, &other_job)
           .ok());
   std::vector<uint8_t> out(4096);
   uint64_t c = 0;

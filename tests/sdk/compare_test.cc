@@ -15,8 +15,8 @@
 
 #include "nodefl/compare/comparison_plan.h"
 #include "nodefl/compare/comparison_session.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/random/drbg.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::compare {
 namespace {
@@ -50,8 +50,8 @@ struct PairRun {
   }
 
   void Start(const std::vector<uint32_t>& x, const std::vector<uint32_t>& y) {
-    ASSERT_TRUE(a.session.Start(Role::kA, shape, tag, x, &tls::DrbgRandom, &a.rng).ok());
-    ASSERT_TRUE(b.session.Start(Role::kB, shape, tag, y, &tls::DrbgRandom, &b.rng).ok());
+    ASSERT_TRUE(a.session.Start(Role::kA, shape, tag, x, &crypto::DrbgRandom, &a.rng).ok());
+    ASSERT_TRUE(b.session.Start(Role::kB, shape, tag, y, &crypto::DrbgRandom, &b.rng).ok());
   }
 
   // Returns the messages exchanged (as delivered, before tampering).
@@ -349,16 +349,16 @@ TEST(CompareTest, BadStartArgumentsAreRefused) {
   Party a(Role::kA, shape, 1);
   ot::OtTag tag;
   const std::vector<uint32_t> two = {1, 2}, one = {1}, too_big = {1, 256}, three = {1, 2, 3};
-  EXPECT_EQ(a.session.Start(Role::kA, shape, tag, one, &tls::DrbgRandom, &a.rng), Status::InvalidArgument());
-  EXPECT_EQ(a.session.Start(Role::kA, shape, tag, too_big, &tls::DrbgRandom, &a.rng), Status::InvalidArgument());
+  EXPECT_EQ(a.session.Start(Role::kA, shape, tag, one, &crypto::DrbgRandom, &a.rng), Status::InvalidArgument());
+  EXPECT_EQ(a.session.Start(Role::kA, shape, tag, too_big, &crypto::DrbgRandom, &a.rng), Status::InvalidArgument());
   EXPECT_EQ(a.session.Start(Role::kA, shape, tag, two, nullptr, nullptr), Status::InvalidArgument());
   RunShape small = shape;
   small.max_message_bytes = 1000;
-  EXPECT_EQ(a.session.Start(Role::kA, small, tag, two, &tls::DrbgRandom, &a.rng), Status::InvalidArgument());
+  EXPECT_EQ(a.session.Start(Role::kA, small, tag, two, &crypto::DrbgRandom, &a.rng), Status::InvalidArgument());
   RunShape more = Shape(8, 3, OtMode::kBase);
-  EXPECT_EQ(a.session.Start(Role::kA, more, tag, three, &tls::DrbgRandom, &a.rng),
+  EXPECT_EQ(a.session.Start(Role::kA, more, tag, three, &crypto::DrbgRandom, &a.rng),
             Status::InvalidArgument());  // storage for 2 only
-  EXPECT_TRUE(a.session.Start(Role::kA, shape, tag, two, &tls::DrbgRandom, &a.rng).ok());
+  EXPECT_TRUE(a.session.Start(Role::kA, shape, tag, two, &crypto::DrbgRandom, &a.rng).ok());
   // A message from nowhere: refused, aborted.
   const uint8_t junk[20] = {1, 4, 0, 0};
   EXPECT_FALSE(a.session.OnMessage(ConstByteSpan(junk, sizeof(junk))).ok());

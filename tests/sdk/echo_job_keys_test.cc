@@ -18,14 +18,14 @@
 #include <vector>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/device/device_session.h"
-#include "nodefl/random/drbg.h"
 #include "nodefl/echo/neighbour_echo.h"
-#include "nodefl/seal/seal.h"
-#include "nodefl/tls/rng.h"
 #include "nodefl/protocol/envelope_codec.h"
 #include "nodefl/protocol/frame.h"
 #include "nodefl/protocol/peer_directory.h"
+#include "nodefl/random/drbg.h"
+#include "nodefl/seal/seal.h"
 #include "session_frames.h"
 #include "test_pki.h"
 
@@ -65,7 +65,7 @@ class Device {
   explicit Device(uint32_t id)
       : id_(id),
         peers_(Graph().at(id).size()),
-        role_(id, Span<EchoPeer>(peers_), credentials_, &tls::DrbgRandom, &rng_),
+        role_(id, Span<EchoPeer>(peers_), credentials_, &crypto::DrbgRandom, &rng_),
         frame_(kMaxFrame),
         output_(4 * kMaxFrame),
         session(Options(id), SessionBuffers{Span<uint8_t>(frame_), Span<uint8_t>(output_)}) {

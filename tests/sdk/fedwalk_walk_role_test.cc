@@ -99,7 +99,7 @@ class Device {
         // Identity codebooks (every vertex encodes as itself) are exact
         // releases: these tests look at the walks, so the devices allow them.
         ledger(ledger_entries_, PrivacyBudget::Unlimited()),
-        role(id, Storage(), credentials_, &tls::DrbgRandom, &tls_rng_, rng, ledger),
+        role(id, Storage(), credentials_, &crypto::DrbgRandom, &tls_rng_, rng, ledger),
         frame_(kMaxFrame),
         output_(4 * kMaxFrame),
         session(Options(id), SessionBuffers{Span<uint8_t>(frame_), Span<uint8_t>(output_)}) {
@@ -995,7 +995,7 @@ TEST(FedWalkWalkRoleTest, NoNonceRepeatsWhenTheServerReplaysJobStart) {
 
 TEST(WalkPeerTableTest, EvictsTheLeastRecentlyUsedUnpinnedRecord) {
   tls::TlsCredentials none;
-  WalkPeerTable table(none, &tls::DrbgRandom, nullptr);
+  WalkPeerTable table(none, &crypto::DrbgRandom, nullptr);
   std::vector<WalkPeer> neighbours(2), cache(2);
   neighbours[0].id = 3;
   neighbours[1].id = 8;

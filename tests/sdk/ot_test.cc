@@ -10,11 +10,11 @@
 #include <cstring>
 #include <vector>
 
+#include "nodefl/crypto/rng.h"
 #include "nodefl/ot/base_ot.h"
 #include "nodefl/ot/bit_matrix.h"
 #include "nodefl/ot/iknp.h"
 #include "nodefl/random/drbg.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::ot {
 namespace {
@@ -41,8 +41,8 @@ TEST_F(OtTest, BaseOtReceiverGetsExactlyTheChosenKey) {
   BaseOtSender sender;
   BaseOtReceiver receiver;
   uint8_t a[kOtPointBytes];
-  ASSERT_TRUE(sender.Start(Tag(7), &tls::DrbgRandom, &sender_rng_, ByteSpan(a, sizeof(a))).ok());
-  ASSERT_TRUE(receiver.Begin(Tag(7), ConstByteSpan(a, sizeof(a)), &tls::DrbgRandom, &receiver_rng_).ok());
+  ASSERT_TRUE(sender.Start(Tag(7), &crypto::DrbgRandom, &sender_rng_, ByteSpan(a, sizeof(a))).ok());
+  ASSERT_TRUE(receiver.Begin(Tag(7), ConstByteSpan(a, sizeof(a)), &crypto::DrbgRandom, &receiver_rng_).ok());
   uint8_t choices[3] = {0x5A, 0xC3, 0x0F};
   std::vector<uint8_t> points(kCount * kOtPointBytes);
   std::vector<OtKey> chosen(kCount), k0(kCount), k1(kCount);
@@ -69,8 +69,8 @@ TEST_F(OtTest, BaseOtKeysDependOnTheTag) {
   BaseOtSender sender;
   BaseOtReceiver receiver;
   uint8_t a[kOtPointBytes];
-  ASSERT_TRUE(sender.Start(Tag(1), &tls::DrbgRandom, &sender_rng_, ByteSpan(a, sizeof(a))).ok());
-  ASSERT_TRUE(receiver.Begin(Tag(2), ConstByteSpan(a, sizeof(a)), &tls::DrbgRandom, &receiver_rng_).ok());
+  ASSERT_TRUE(sender.Start(Tag(1), &crypto::DrbgRandom, &sender_rng_, ByteSpan(a, sizeof(a))).ok());
+  ASSERT_TRUE(receiver.Begin(Tag(2), ConstByteSpan(a, sizeof(a)), &crypto::DrbgRandom, &receiver_rng_).ok());
   uint8_t choice = 0;
   uint8_t point[kOtPointBytes];
   OtKey chosen, k0, k1;
@@ -87,11 +87,11 @@ TEST_F(OtTest, BaseOtRefusesPointsOffTheCurveAndMisuse) {
   OtKey k0, k1;
   EXPECT_EQ(sender.Respond(ConstByteSpan(a, sizeof(a)), 0, Span<OtKey>(&k0, 1), Span<OtKey>(&k1, 1)),
             Status::FailedPrecondition());
-  ASSERT_TRUE(sender.Start(Tag(3), &tls::DrbgRandom, &sender_rng_, ByteSpan(a, sizeof(a))).ok());
+  ASSERT_TRUE(sender.Start(Tag(3), &crypto::DrbgRandom, &sender_rng_, ByteSpan(a, sizeof(a))).ok());
   uint8_t bad[kOtPointBytes];
   std::memcpy(bad, a, sizeof(bad));
   bad[40] ^= 1;
-  EXPECT_EQ(receiver.Begin(Tag(3), ConstByteSpan(bad, sizeof(bad)), &tls::DrbgRandom, &receiver_rng_),
+  EXPECT_EQ(receiver.Begin(Tag(3), ConstByteSpan(bad, sizeof(bad)), &crypto::DrbgRandom, &receiver_rng_),
             Status::Unauthenticated());
   EXPECT_EQ(sender.Respond(ConstByteSpan(bad, sizeof(bad)), 0, Span<OtKey>(&k0, 1), Span<OtKey>(&k1, 1)),
             Status::Unauthenticated());
@@ -126,8 +126,8 @@ TEST(BitMatrixTest, TransposeMatchesTheDefinition) {
 // Runs the base phase between an IKNP pair, in segments of up to 60 points.
 void RunBase(IknpSender& sender, IknpReceiver& receiver, Drbg& srng, Drbg& rrng) {
   uint8_t a[kOtPointBytes];
-  ASSERT_TRUE(receiver.StartBase(Tag(5), &tls::DrbgRandom, &rrng, ByteSpan(a, sizeof(a))).ok());
-  ASSERT_TRUE(sender.OnBasePoint(Tag(5), ConstByteSpan(a, sizeof(a)), &tls::DrbgRandom, &srng).ok());
+  ASSERT_TRUE(receiver.StartBase(Tag(5), &crypto::DrbgRandom, &rrng, ByteSpan(a, sizeof(a))).ok());
+  ASSERT_TRUE(sender.OnBasePoint(Tag(5), ConstByteSpan(a, sizeof(a)), &crypto::DrbgRandom, &srng).ok());
   std::vector<uint8_t> points(60 * kOtPointBytes);
   for (size_t first = 0; first < kIknpBaseOts; first += 60) {
     const size_t count = std::min<size_t>(60, kIknpBaseOts - first);
@@ -178,8 +178,8 @@ TEST_F(OtTest, IknpRefusesOutOfOrderBaseAndEarlyBlocks) {
   EXPECT_EQ(receiver.ExtendBlock(ConstByteSpan(choices, 16), u, keys), Status::FailedPrecondition());
   EXPECT_EQ(sender.OnBlock(u, keys, k1), Status::FailedPrecondition());
   uint8_t a[kOtPointBytes];
-  ASSERT_TRUE(receiver.StartBase(Tag(5), &tls::DrbgRandom, &receiver_rng_, ByteSpan(a, sizeof(a))).ok());
-  ASSERT_TRUE(sender.OnBasePoint(Tag(5), ConstByteSpan(a, sizeof(a)), &tls::DrbgRandom, &sender_rng_).ok());
+  ASSERT_TRUE(receiver.StartBase(Tag(5), &crypto::DrbgRandom, &receiver_rng_, ByteSpan(a, sizeof(a))).ok());
+  ASSERT_TRUE(sender.OnBasePoint(Tag(5), ConstByteSpan(a, sizeof(a)), &crypto::DrbgRandom, &sender_rng_).ok());
   std::vector<uint8_t> points(8 * kOtPointBytes);
   EXPECT_EQ(sender.WriteBasePoints(8, 8, points), Status::InvalidArgument());
   ASSERT_TRUE(sender.WriteBasePoints(0, 8, points).ok());

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "nodefl/crypto/rng.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/seal/job_keys.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/peer_certificate.h"
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/tls/credentials.h"
-#include "nodefl/tls/rng.h"
 #include "test_pki.h"
 
 namespace nodefl::seal {
@@ -37,7 +37,7 @@ struct Device {
     PeerPublicKey key;
     EXPECT_TRUE(VerifyPeerCertificate(credentials, peer.identity.certificate_der, peer.id, &key).ok());
     PairKeys keys;
-    EXPECT_TRUE(DerivePairKeys(credentials, key, id, peer.id, &tls::DrbgRandom, &drbg, &keys).ok());
+    EXPECT_TRUE(DerivePairKeys(credentials, key, id, peer.id, &crypto::DrbgRandom, &drbg, &keys).ok());
     return keys;
   }
 
@@ -313,25 +313,25 @@ TEST_F(SealTest, DerivationChecksItsInputs) {
   PairKeys keys;
   Drbg& rng = a_->drbg;
   // Own id must match the own certificate; peer id the verified key.
-  EXPECT_EQ(DerivePairKeys(a_->credentials, key8, 9, 8, &tls::DrbgRandom, &rng, &keys),
+  EXPECT_EQ(DerivePairKeys(a_->credentials, key8, 9, 8, &crypto::DrbgRandom, &rng, &keys),
             Status::InvalidArgument());
-  EXPECT_EQ(DerivePairKeys(a_->credentials, key8, 7, 9, &tls::DrbgRandom, &rng, &keys),
+  EXPECT_EQ(DerivePairKeys(a_->credentials, key8, 7, 9, &crypto::DrbgRandom, &rng, &keys),
             Status::InvalidArgument());
-  EXPECT_EQ(DerivePairKeys(a_->credentials, PeerPublicKey(), 7, 0, &tls::DrbgRandom, &rng, &keys),
+  EXPECT_EQ(DerivePairKeys(a_->credentials, PeerPublicKey(), 7, 0, &crypto::DrbgRandom, &rng, &keys),
             Status::InvalidArgument());
   EXPECT_EQ(DerivePairKeys(a_->credentials, key8, 7, 8, nullptr, nullptr, &keys),
             Status::InvalidArgument());
   tls::TlsCredentials trust_only;
   ASSERT_TRUE(pki_->LoadTrust(&trust_only).ok());
-  EXPECT_EQ(DerivePairKeys(trust_only, key8, 7, 8, &tls::DrbgRandom, &rng, &keys),
+  EXPECT_EQ(DerivePairKeys(trust_only, key8, 7, 8, &crypto::DrbgRandom, &rng, &keys),
             Status::FailedPrecondition());
   // A point off the curve.
   PeerPublicKey off_curve = key8;
   off_curve.point[40] ^= 0x01;
-  EXPECT_EQ(DerivePairKeys(a_->credentials, off_curve, 7, 8, &tls::DrbgRandom, &rng, &keys),
+  EXPECT_EQ(DerivePairKeys(a_->credentials, off_curve, 7, 8, &crypto::DrbgRandom, &rng, &keys),
             Status::Unauthenticated());
   EXPECT_FALSE(keys.valid);
-  ASSERT_TRUE(DerivePairKeys(a_->credentials, key8, 7, 8, &tls::DrbgRandom, &rng, &keys).ok());
+  ASSERT_TRUE(DerivePairKeys(a_->credentials, key8, 7, 8, &crypto::DrbgRandom, &rng, &keys).ok());
   keys.Wipe();
   EXPECT_FALSE(keys.valid);
   EXPECT_EQ(keys.low_to_high[0] | keys.low_to_high[31] | keys.high_to_low[0], 0);
@@ -348,8 +348,8 @@ struct JobPair {
     ++instances;
     EXPECT_TRUE(rng_a.SeedDeterministic(0xA, instances).ok());
     EXPECT_TRUE(rng_b.SeedDeterministic(0xB, instances).ok());
-    EXPECT_TRUE(a_key.Generate(job_id, salt, &tls::DrbgRandom, &rng_a).ok());
-    EXPECT_TRUE(b_key.Generate(job_id, salt, &tls::DrbgRandom, &rng_b).ok());
+    EXPECT_TRUE(a_key.Generate(job_id, salt, &crypto::DrbgRandom, &rng_a).ok());
+    EXPECT_TRUE(b_key.Generate(job_id, salt, &crypto::DrbgRandom, &rng_b).ok());
   }
   Drbg rng_a, rng_b;
   JobKeyPair a_key, b_key;
@@ -364,8 +364,8 @@ TEST_F(SealTest, JobKeysAgreeAndDifferFromThePairKeys) {
   EXPECT_EQ(job.a_key.job_id(), 42u);
   PairKeys job_ab;
   PairKeys job_ba;
-  ASSERT_TRUE(DeriveJobKeys(*ab_, job.a_key, 7, job.b_key.public_key(), &tls::DrbgRandom, &job.rng_a, &job_ab).ok());
-  ASSERT_TRUE(DeriveJobKeys(*ba_, job.b_key, 8, job.a_key.public_key(), &tls::DrbgRandom, &job.rng_b, &job_ba).ok());
+  ASSERT_TRUE(DeriveJobKeys(*ab_, job.a_key, 7, job.b_key.public_key(), &crypto::DrbgRandom, &job.rng_a, &job_ab).ok());
+  ASSERT_TRUE(DeriveJobKeys(*ba_, job.b_key, 8, job.a_key.public_key(), &crypto::DrbgRandom, &job.rng_b, &job_ba).ok());
   EXPECT_EQ(job_ab.low_id, 7u);
   EXPECT_EQ(job_ab.high_id, 8u);
   EXPECT_EQ(0, std::memcmp(job_ab.low_to_high, job_ba.low_to_high, kSealKeyBytes));
@@ -394,13 +394,13 @@ TEST_F(SealTest, NewEphemeralKeysMakeNewJobKeysWhateverTheServerRepeats) {
   JobPair again(1, salt);
   EXPECT_NE(0, std::memcmp(first.a_key.public_key().data(), again.a_key.public_key().data(), kJobPublicKeyBytes));
   PairKeys k1, k2;
-  ASSERT_TRUE(DeriveJobKeys(*ab_, first.a_key, 7, first.b_key.public_key(), &tls::DrbgRandom, &first.rng_a, &k1).ok());
-  ASSERT_TRUE(DeriveJobKeys(*ab_, again.a_key, 7, again.b_key.public_key(), &tls::DrbgRandom, &again.rng_a, &k2).ok());
+  ASSERT_TRUE(DeriveJobKeys(*ab_, first.a_key, 7, first.b_key.public_key(), &crypto::DrbgRandom, &first.rng_a, &k1).ok());
+  ASSERT_TRUE(DeriveJobKeys(*ab_, again.a_key, 7, again.b_key.public_key(), &crypto::DrbgRandom, &again.rng_a, &k2).ok());
   EXPECT_NE(0, std::memcmp(k1.low_to_high, k2.low_to_high, kSealKeyBytes));
   EXPECT_NE(0, std::memcmp(k1.low_to_high_id, k2.low_to_high_id, kSealKeyIdBytes));
   // Only the sender restarted (b kept its key): still new keys.
   PairKeys k3;
-  ASSERT_TRUE(DeriveJobKeys(*ab_, again.a_key, 7, first.b_key.public_key(), &tls::DrbgRandom, &again.rng_a, &k3).ok());
+  ASSERT_TRUE(DeriveJobKeys(*ab_, again.a_key, 7, first.b_key.public_key(), &crypto::DrbgRandom, &again.rng_a, &k3).ok());
   EXPECT_NE(0, std::memcmp(k1.low_to_high, k3.low_to_high, kSealKeyBytes));
   // Only the receiver restarted: what was sealed for its old key does not
   // open under the new one (no replay into the new run).
@@ -408,7 +408,7 @@ TEST_F(SealTest, NewEphemeralKeysMakeNewJobKeysWhateverTheServerRepeats) {
   std::vector<uint8_t> old_run(message.size() + kSealOverheadBytes);
   ASSERT_TRUE(Seal(k1, SealHeader{7, 8, 1, 1}, message, old_run).ok());
   PairKeys b_new;
-  ASSERT_TRUE(DeriveJobKeys(*ba_, again.b_key, 8, first.a_key.public_key(), &tls::DrbgRandom, &again.rng_b, &b_new).ok());
+  ASSERT_TRUE(DeriveJobKeys(*ba_, again.b_key, 8, first.a_key.public_key(), &crypto::DrbgRandom, &again.rng_b, &b_new).ok());
   std::vector<uint8_t> opened(message.size());
   uint64_t counter = 0;
   EXPECT_EQ(Open(b_new, 7, 8, 1, old_run, opened, &counter).status(), Status::Unauthenticated());
@@ -421,9 +421,9 @@ TEST_F(SealTest, ASubstitutedJobKeyGivesKeysThatOpenNothing) {
   JobPair job(9, salt);
   JobPair intruder(9, salt);
   PairKeys a_view, b_view;
-  ASSERT_TRUE(DeriveJobKeys(*ab_, job.a_key, 7, job.b_key.public_key(), &tls::DrbgRandom, &job.rng_a, &a_view).ok());
+  ASSERT_TRUE(DeriveJobKeys(*ab_, job.a_key, 7, job.b_key.public_key(), &crypto::DrbgRandom, &job.rng_a, &a_view).ok());
   ASSERT_TRUE(
-      DeriveJobKeys(*ba_, job.b_key, 8, intruder.a_key.public_key(), &tls::DrbgRandom, &job.rng_b, &b_view).ok());
+      DeriveJobKeys(*ba_, job.b_key, 8, intruder.a_key.public_key(), &crypto::DrbgRandom, &job.rng_b, &b_view).ok());
   const std::vector<uint8_t> message = Text("for b only");
   std::vector<uint8_t> sealed(message.size() + kSealOverheadBytes);
   ASSERT_TRUE(Seal(a_view, SealHeader{7, 8, 9, 1}, message, sealed).ok());
@@ -434,7 +434,7 @@ TEST_F(SealTest, ASubstitutedJobKeyGivesKeysThatOpenNothing) {
   // keys, derives with c's pair keys at best: different keys again.
   PairKeys c_keys = c_->KeysWith(*b_);
   PairKeys intruder_view;
-  ASSERT_TRUE(DeriveJobKeys(c_keys, intruder.a_key, 9, job.b_key.public_key(), &tls::DrbgRandom, &intruder.rng_a,
+  ASSERT_TRUE(DeriveJobKeys(c_keys, intruder.a_key, 9, job.b_key.public_key(), &crypto::DrbgRandom, &intruder.rng_a,
                             &intruder_view)
                   .ok());
   EXPECT_NE(0, std::memcmp(intruder_view.low_to_high, b_view.low_to_high, kSealKeyBytes));
@@ -447,19 +447,19 @@ TEST_F(SealTest, JobKeyInputsAreChecked) {
   // A point off the curve, a wrong size, nothing at all.
   std::vector<uint8_t> bad(job.b_key.public_key().begin(), job.b_key.public_key().end());
   bad[64] ^= 1;
-  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 7, bad, &tls::DrbgRandom, &job.rng_a, &out), Status::Unauthenticated());
-  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 7, ConstByteSpan(bad).first(33), &tls::DrbgRandom, &job.rng_a, &out),
+  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 7, bad, &crypto::DrbgRandom, &job.rng_a, &out), Status::Unauthenticated());
+  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 7, ConstByteSpan(bad).first(33), &crypto::DrbgRandom, &job.rng_a, &out),
             Status::Unauthenticated());
-  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 7, ConstByteSpan(), &tls::DrbgRandom, &job.rng_a, &out),
+  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 7, ConstByteSpan(), &crypto::DrbgRandom, &job.rng_a, &out),
             Status::Unauthenticated());
   EXPECT_FALSE(out.valid);
   // Not one of the pair, no own key, no pair keys, no RNG.
-  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 9, job.b_key.public_key(), &tls::DrbgRandom, &job.rng_a, &out),
+  EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 9, job.b_key.public_key(), &crypto::DrbgRandom, &job.rng_a, &out),
             Status::InvalidArgument());
   JobKeyPair none;
-  EXPECT_EQ(DeriveJobKeys(*ab_, none, 7, job.b_key.public_key(), &tls::DrbgRandom, &job.rng_a, &out),
+  EXPECT_EQ(DeriveJobKeys(*ab_, none, 7, job.b_key.public_key(), &crypto::DrbgRandom, &job.rng_a, &out),
             Status::InvalidArgument());
-  EXPECT_EQ(DeriveJobKeys(PairKeys(), job.a_key, 7, job.b_key.public_key(), &tls::DrbgRandom, &job.rng_a, &out),
+  EXPECT_EQ(DeriveJobKeys(PairKeys(), job.a_key, 7, job.b_key.public_key(), &crypto::DrbgRandom, &job.rng_a, &out),
             Status::InvalidArgument());
   EXPECT_EQ(DeriveJobKeys(*ab_, job.a_key, 7, job.b_key.public_key(), nullptr, nullptr, &out),
             Status::InvalidArgument());
@@ -467,11 +467,11 @@ TEST_F(SealTest, JobKeyInputsAreChecked) {
   JobKeyPair k;
   const std::vector<uint8_t> short_salt(kMinJobSaltBytes - 1, 1), long_salt(kMaxJobSaltBytes + 1, 1),
       longest_salt(kMaxJobSaltBytes, 1);
-  EXPECT_EQ(k.Generate(5, short_salt, &tls::DrbgRandom, &job.rng_a), Status::InvalidArgument());
-  EXPECT_EQ(k.Generate(5, long_salt, &tls::DrbgRandom, &job.rng_a), Status::InvalidArgument());
+  EXPECT_EQ(k.Generate(5, short_salt, &crypto::DrbgRandom, &job.rng_a), Status::InvalidArgument());
+  EXPECT_EQ(k.Generate(5, long_salt, &crypto::DrbgRandom, &job.rng_a), Status::InvalidArgument());
   EXPECT_FALSE(k.valid());
   EXPECT_TRUE(k.public_key().empty());
-  ASSERT_TRUE(k.Generate(5, longest_salt, &tls::DrbgRandom, &job.rng_a).ok());
+  ASSERT_TRUE(k.Generate(5, longest_salt, &crypto::DrbgRandom, &job.rng_a).ok());
   k.Wipe();
   EXPECT_FALSE(k.valid());
 }

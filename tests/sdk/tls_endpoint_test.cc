@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "nodefl/crypto/rng.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/tls/credentials.h"
-#include "nodefl/tls/rng.h"
 #include "test_pki.h"
 
 namespace nodefl::tls {
@@ -34,7 +34,7 @@ struct Party {
       : inbound(buffer_bytes), outbound(buffer_bytes) {
     EXPECT_TRUE(drbg.SeedDeterministic(seed).ok());
     EXPECT_TRUE(pki.Load(identity, &credentials).ok());
-    EXPECT_TRUE(config.Init(role, credentials, &DrbgRandom, &drbg).ok());
+    EXPECT_TRUE(config.Init(role, credentials, &crypto::DrbgRandom, &drbg).ok());
     EXPECT_TRUE(endpoint.Init(config, inbound, outbound, server_name).ok());
   }
 
@@ -199,7 +199,7 @@ TEST_F(TlsEndpointTest, ServerRefusesADeviceCertifiedByAnotherCa) {
   ASSERT_TRUE(rogue_credentials.LoadCaChain(pki_->ca_der()).ok());
   ASSERT_TRUE(rogue_credentials.LoadOwnIdentity(impostor.certificate_der, impostor.private_key_der).ok());
   TlsConfig rogue_config;
-  ASSERT_TRUE(rogue_config.Init(TlsRole::kClient, rogue_credentials, &DrbgRandom, &device.drbg).ok());
+  ASSERT_TRUE(rogue_config.Init(TlsRole::kClient, rogue_credentials, &crypto::DrbgRandom, &device.drbg).ok());
   std::vector<uint8_t> in(kTlsRecommendedBufferBytes), out(kTlsRecommendedBufferBytes);
   TlsEndpoint client;
   ASSERT_TRUE(client.Init(rogue_config, in, out, "localhost").ok());
@@ -229,7 +229,7 @@ struct CertificatelessClient {
                                           MBEDTLS_SSL_TRANSPORT_STREAM, MBEDTLS_SSL_PRESET_DEFAULT),
               0);
     mbedtls_ssl_conf_authmode(&config, MBEDTLS_SSL_VERIFY_NONE);
-    mbedtls_ssl_conf_rng(&config, &DrbgRandom, &drbg);
+    mbedtls_ssl_conf_rng(&config, &crypto::DrbgRandom, &drbg);
     EXPECT_EQ(mbedtls_ssl_setup(&ssl, &config), 0);
     mbedtls_ssl_set_bio(&ssl, this, &Send, &Receive, nullptr);
   }
@@ -435,10 +435,10 @@ TEST_F(TlsEndpointTest, MisuseIsReportedNotCrashed) {
   TlsConfig config;
   Drbg drbg;
   ASSERT_TRUE(drbg.SeedDeterministic(1).ok());
-  EXPECT_EQ(config.Init(TlsRole::kClient, empty, &DrbgRandom, &drbg), Status::FailedPrecondition());
+  EXPECT_EQ(config.Init(TlsRole::kClient, empty, &crypto::DrbgRandom, &drbg), Status::FailedPrecondition());
   TlsCredentials trust_only;
   ASSERT_TRUE(pki_->LoadTrust(&trust_only).ok());
-  EXPECT_EQ(config.Init(TlsRole::kClient, trust_only, &DrbgRandom, &drbg),
+  EXPECT_EQ(config.Init(TlsRole::kClient, trust_only, &crypto::DrbgRandom, &drbg),
             Status::FailedPrecondition());
   TlsCredentials full;
   ASSERT_TRUE(pki_->Load(*device7_, &full).ok());
@@ -447,8 +447,8 @@ TEST_F(TlsEndpointTest, MisuseIsReportedNotCrashed) {
   std::vector<uint8_t> in(512), out(512);
   TlsEndpoint endpoint;
   EXPECT_EQ(endpoint.Init(config, in, out, "localhost"), Status::FailedPrecondition());  // not ready
-  ASSERT_TRUE(config.Init(TlsRole::kClient, full, &DrbgRandom, &drbg).ok());
-  EXPECT_EQ(config.Init(TlsRole::kClient, full, &DrbgRandom, &drbg), Status::FailedPrecondition());
+  ASSERT_TRUE(config.Init(TlsRole::kClient, full, &crypto::DrbgRandom, &drbg).ok());
+  EXPECT_EQ(config.Init(TlsRole::kClient, full, &crypto::DrbgRandom, &drbg), Status::FailedPrecondition());
   EXPECT_EQ(endpoint.Init(config, in, out, nullptr), Status::InvalidArgument());
   EXPECT_EQ(endpoint.Init(config, in, out, ""), Status::InvalidArgument());
   EXPECT_EQ(endpoint.Init(config, in, ByteSpan(in.data() + 10, 10), "localhost"),
@@ -465,7 +465,7 @@ TEST_F(TlsEndpointTest, MisuseIsReportedNotCrashed) {
   EXPECT_EQ(endpoint.PeerDeviceId().status(), Status::FailedPrecondition());
 
   TlsConfig server_config;
-  ASSERT_TRUE(server_config.Init(TlsRole::kServer, full, &DrbgRandom, &drbg).ok());
+  ASSERT_TRUE(server_config.Init(TlsRole::kServer, full, &crypto::DrbgRandom, &drbg).ok());
   TlsEndpoint server;
   EXPECT_EQ(server.Init(server_config, in, out, "localhost"), Status::InvalidArgument());
 }
@@ -477,7 +477,7 @@ TEST_F(TlsEndpointTest, OneServerConfigServesConnectionsOnSeveralThreads) {
   mbedtls_ctr_drbg_init(&server_drbg);
   Drbg seed_source;
   ASSERT_TRUE(seed_source.SeedDeterministic(31).ok());
-  ASSERT_EQ(mbedtls_ctr_drbg_seed(&server_drbg, &DrbgRandom, &seed_source, nullptr, 0), 0);
+  ASSERT_EQ(mbedtls_ctr_drbg_seed(&server_drbg, &crypto::DrbgRandom, &seed_source, nullptr, 0), 0);
   TlsCredentials server_credentials;
   ASSERT_TRUE(pki_->Load(*server_identity_, &server_credentials).ok());
   TlsConfig server_config;

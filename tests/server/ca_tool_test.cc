@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
+#include "nodefl/crypto/rng.h"
 #include "nodefl/host/pki/device_bundle.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/seal/peer_certificate.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/tls/credentials.h"
 #include "nodefl/tls/endpoint.h"
-#include "nodefl/tls/rng.h"
 
 #ifndef NODEFL_CA_TOOL
 #error "NODEFL_CA_TOOL must name the nodefl-ca binary"
@@ -161,8 +161,8 @@ TEST_F(CaToolTest, ServerAndDeviceCredentialsCompleteATlsHandshake) {
   ASSERT_TRUE(device_credentials.LoadOwnIdentity(device_crt, device_key).ok());
   tls::TlsConfig server_config;
   tls::TlsConfig device_config;
-  ASSERT_TRUE(server_config.Init(tls::TlsRole::kServer, server_credentials, &tls::DrbgRandom, &server_rng).ok());
-  ASSERT_TRUE(device_config.Init(tls::TlsRole::kClient, device_credentials, &tls::DrbgRandom, &device_rng).ok());
+  ASSERT_TRUE(server_config.Init(tls::TlsRole::kServer, server_credentials, &crypto::DrbgRandom, &server_rng).ok());
+  ASSERT_TRUE(device_config.Init(tls::TlsRole::kClient, device_credentials, &crypto::DrbgRandom, &device_rng).ok());
   std::vector<uint8_t> buffers[4];
   for (auto& buffer : buffers) buffer.resize(tls::kTlsRecommendedBufferBytes);
   tls::TlsEndpoint server;

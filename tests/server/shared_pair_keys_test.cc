@@ -44,13 +44,13 @@ class SharedPairKeysTest : public ::testing::Test {
   seal::PairKeys Direct(Device& own, const Device& peer) {
     seal::PairKeys keys;
     EXPECT_TRUE(seal::VerifyAndDerivePairKeys(own.credentials, peer.identity.certificate_der, own.id, peer.id,
-                                              &tls::DrbgRandom, &own.drbg, &keys)
+                                              &crypto::DrbgRandom, &own.drbg, &keys)
                     .ok());
     return keys;
   }
   Status Shared(Device& own, const std::vector<uint8_t>& certificate, uint32_t peer_id, seal::PairKeys* out) {
     const seal::PairKeySource source = memo_.source();
-    return source.Derive(own.credentials, certificate, own.id, peer_id, &tls::DrbgRandom, &own.drbg, out);
+    return source.Derive(own.credentials, certificate, own.id, peer_id, &crypto::DrbgRandom, &own.drbg, out);
   }
 
   TestPki pki_;
@@ -87,7 +87,7 @@ TEST_F(SharedPairKeysTest, UnseenBytesAreCheckedAndErrorsPassThrough) {
   std::vector<uint8_t> tampered = b_.identity.certificate_der;
   tampered[tampered.size() - 5] ^= 0x40;
   seal::PairKeys refused;
-  const Status direct = seal::VerifyAndDerivePairKeys(c_.credentials, tampered, c_.id, b_.id, &tls::DrbgRandom,
+  const Status direct = seal::VerifyAndDerivePairKeys(c_.credentials, tampered, c_.id, b_.id, &crypto::DrbgRandom,
                                                       &c_.drbg, &refused);
   EXPECT_FALSE(direct.ok());
   EXPECT_EQ(Shared(c_, tampered, b_.id, &refused), direct);

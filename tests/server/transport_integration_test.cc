@@ -21,16 +21,16 @@
 #include <string>
 #include <vector>
 
+#include "nodefl/crypto/rng.h"
 #include "nodefl/emulator/emulated_device.h"
 #include "nodefl/host/dataset/graph_dataset.h"
+#include "nodefl/protocol/envelope_codec.h"
+#include "nodefl/protocol/limits.h"
 #include "nodefl/seal/job_keys.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/peer_certificate.h"
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/seal/seal.h"
-#include "nodefl/tls/rng.h"
-#include "nodefl/protocol/envelope_codec.h"
-#include "nodefl/protocol/limits.h"
 #include "transport_test_support.h"
 
 namespace nodefl::transport_test {
@@ -328,9 +328,9 @@ void DeriveKeysThroughServer(RawClient& client, ClientCredentials& own, uint32_t
   ASSERT_TRUE(seal::VerifyPeerCertificate(own.credentials, protocol::BytesOf(cert.certificate_der), peer_id, &peer_key).ok());
   seal::PairKeys pair;
   ASSERT_TRUE(
-      seal::DerivePairKeys(own.credentials, peer_key, own_id, peer_id, &tls::DrbgRandom, &own.drbg, &pair).ok());
+      seal::DerivePairKeys(own.credentials, peer_key, own_id, peer_id, &crypto::DrbgRandom, &own.drbg, &pair).ok());
   EXPECT_EQ(cert.job_key.size, 0u) << "a job key for a job that does not run";
-  ASSERT_TRUE(seal::DeriveJobKeys(pair, own_job_key, own_id, peer_job_key, &tls::DrbgRandom, &own.drbg, job_keys).ok());
+  ASSERT_TRUE(seal::DeriveJobKeys(pair, own_job_key, own_id, peer_job_key, &crypto::DrbgRandom, &own.drbg, job_keys).ok());
 }
 
 TEST_F(TransportTest, TamperedRelayPayloadIsDetectedByTheReceiver) {
@@ -344,8 +344,8 @@ TEST_F(TransportTest, TamperedRelayPayloadIsDetectedByTheReceiver) {
   const uint8_t salt[seal::kMinJobSaltBytes] = {0x5a, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   seal::PairKeys a_keys, b_keys;
   seal::JobKeyPair a_job, b_job;
-  ASSERT_TRUE(a_job.Generate(kJob, ConstByteSpan(salt), &tls::DrbgRandom, &CredentialsFor(a_id).drbg).ok());
-  ASSERT_TRUE(b_job.Generate(kJob, ConstByteSpan(salt), &tls::DrbgRandom, &CredentialsFor(b_id).drbg).ok());
+  ASSERT_TRUE(a_job.Generate(kJob, ConstByteSpan(salt), &crypto::DrbgRandom, &CredentialsFor(a_id).drbg).ok());
+  ASSERT_TRUE(b_job.Generate(kJob, ConstByteSpan(salt), &crypto::DrbgRandom, &CredentialsFor(b_id).drbg).ok());
   ASSERT_NO_FATAL_FAILURE(DeriveKeysThroughServer(*a, CredentialsFor(a_id), a_id, b_id, a_job, b_job.public_key(),
                                                   kJob, deployment_->device(b_id).certificate_der, &a_keys));
   ASSERT_NO_FATAL_FAILURE(DeriveKeysThroughServer(*b, CredentialsFor(b_id), b_id, a_id, b_job, a_job.public_key(),

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "nodefl/tls/rng.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/protocol/envelope_codec.h"
 #include "nodefl/protocol/limits.h"
 
@@ -223,7 +223,7 @@ std::unique_ptr<ClientCredentials> MakeClientCredentials(const std::vector<uint8
     st = c->credentials.LoadOwnIdentity(ConstByteSpan(identity.certificate_der),
                                         ConstByteSpan(identity.private_key_der));
   }
-  if (st.ok()) st = c->tls.Init(tls::TlsRole::kClient, c->credentials, &tls::DrbgRandom, &c->drbg);
+  if (st.ok()) st = c->tls.Init(tls::TlsRole::kClient, c->credentials, &crypto::DrbgRandom, &c->drbg);
   if (!st.ok()) {
     *error = std::string("client credentials: ") + st.str();
     return nullptr;

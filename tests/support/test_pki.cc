@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "nodefl/tls/rng.h"
+#include "nodefl/crypto/rng.h"
 
 namespace nodefl::testing {
 namespace {
@@ -23,7 +23,7 @@ TestPki::TestPki(uint64_t seed, const std::string& ca_name) {
     std::fprintf(stderr, "TestPki: cannot seed the DRBG\n");
     std::abort();
   }
-  random_.function = &tls::DrbgRandom;
+  random_.function = &crypto::DrbgRandom;
   random_.context = &drbg_;
   pki::EcKey ca_key;
   Require(key_generator_.Generate(random_, &ca_key), "CA key");
@@ -73,6 +73,6 @@ Status TestPki::Load(const TestIdentity& identity, tls::TlsCredentials* out) con
   return out->LoadOwnIdentity(identity.certificate_der, identity.private_key_der);
 }
 
-tls::RandomFunction TestPki::random_function() const { return &tls::DrbgRandom; }
+crypto::RandomFunction TestPki::random_function() const { return &crypto::DrbgRandom; }
 
 }  // namespace nodefl::testing

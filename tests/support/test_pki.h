@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "nodefl/core/status.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/host/pki/cert_issuer.h"
 #include "nodefl/host/pki/ec_key.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/tls/credentials.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::testing {
 
@@ -62,7 +62,7 @@ class TestPki {
 
   // A random source for TLS configs and seal calls in tests, from this
   // PKI's deterministic DRBG. Not thread-safe.
-  tls::RandomFunction random_function() const;
+  crypto::RandomFunction random_function() const;
   void* random_context() { return &drbg_; }
 
  private:

@@ -19,8 +19,8 @@
 
 #include "nodefl/compare/comparison_plan.h"
 #include "nodefl/compare/comparison_session.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/random/drbg.h"
-#include "nodefl/tls/rng.h"
 
 namespace {
 
@@ -100,10 +100,10 @@ bool Run(uint32_t width, uint32_t count, OtMode mode, uint64_t seed, Measured* m
   const std::vector<uint32_t>& y = pair.y;
   ComparisonSession* party[2] = {&a, &b};
   double t = CpuSeconds();
-  if (!a.Start(Role::kA, shape, tag, x, &tls::DrbgRandom, &rng_a).ok()) return false;
+  if (!a.Start(Role::kA, shape, tag, x, &crypto::DrbgRandom, &rng_a).ok()) return false;
   m->cpu[0] += CpuSeconds() - t;
   t = CpuSeconds();
-  if (!b.Start(Role::kB, shape, tag, y, &tls::DrbgRandom, &rng_b).ok()) return false;
+  if (!b.Start(Role::kB, shape, tag, y, &crypto::DrbgRandom, &rng_b).ok()) return false;
   m->cpu[1] += CpuSeconds() - t;
   std::vector<uint8_t> buffer(shape.max_message_bytes);
   int last_sender = -1;
@@ -177,7 +177,7 @@ bool RunThreaded(uint32_t width, uint32_t count, OtMode mode, uint64_t seed) {
   Channel to_a, to_b;
   bool started_a = false, started_b = false;
   std::thread ta([&] {
-    started_a = pair.a.Start(Role::kA, pair.shape, pair.tag, pair.x, &tls::DrbgRandom, &pair.rng_a).ok();
+    started_a = pair.a.Start(Role::kA, pair.shape, pair.tag, pair.x, &crypto::DrbgRandom, &pair.rng_a).ok();
     if (started_a) {
       PartyLoop(pair.a, to_a, to_b, pair.shape.max_message_bytes);
     } else {
@@ -187,7 +187,7 @@ bool RunThreaded(uint32_t width, uint32_t count, OtMode mode, uint64_t seed) {
     }
   });
   std::thread tb([&] {
-    started_b = pair.b.Start(Role::kB, pair.shape, pair.tag, pair.y, &tls::DrbgRandom, &pair.rng_b).ok();
+    started_b = pair.b.Start(Role::kB, pair.shape, pair.tag, pair.y, &crypto::DrbgRandom, &pair.rng_b).ok();
     if (started_b) {
       PartyLoop(pair.b, to_b, to_a, pair.shape.max_message_bytes);
     } else {

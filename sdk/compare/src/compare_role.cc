@@ -6,14 +6,14 @@
 #include <cmath>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/roles/peer_key_requests.h"
+#include "nodefl/crypto/sha256.h"
 #include "nodefl/protocol/envelope_codec.h"
-#include "nodefl/protocol/sha256_compat.h"
+#include "nodefl/roles/peer_key_requests.h"
 
 namespace nodefl::compare {
 
 SecureCompareRole::SecureCompareRole(uint32_t own_id, Span<ComparePeer> peers, Span<CompareContext> contexts,
-                                     const tls::TlsCredentials& credentials, tls::RandomFunction random,
+                                     const tls::TlsCredentials& credentials, crypto::RandomFunction random,
                                      void* random_context)
     : own_id_(own_id),
       peers_(peers),
@@ -79,9 +79,9 @@ void SecureCompareRole::DeriveTag(uint32_t session, uint32_t a, uint32_t b, ot::
   // SHA-256 over in-memory data cannot fail in MbedTLS's software
   // implementation; a failure would leave a zero tag, which only makes the
   // OT keys of this session disagree with the peer's (the run aborts).
-  if (protocol::sha256::Starts(&ctx) != 0 || protocol::sha256::Update(&ctx, kLabel, sizeof(kLabel)) != 0 ||
-      protocol::sha256::Update(&ctx, params_.salt, kCompareSaltBytes) != 0 ||
-      protocol::sha256::Update(&ctx, fields, sizeof(fields)) != 0 || protocol::sha256::Finish(&ctx, tag->bytes) != 0) {
+  if (crypto::sha256::Starts(&ctx) != 0 || crypto::sha256::Update(&ctx, kLabel, sizeof(kLabel)) != 0 ||
+      crypto::sha256::Update(&ctx, params_.salt, kCompareSaltBytes) != 0 ||
+      crypto::sha256::Update(&ctx, fields, sizeof(fields)) != 0 || crypto::sha256::Finish(&ctx, tag->bytes) != 0) {
     *tag = ot::OtTag();
   }
   mbedtls_sha256_free(&ctx);

@@ -4,8 +4,8 @@
 #include <mbedtls/platform_util.h>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/crypto/sha256.h"
 #include "nodefl/ot/ot_hash.h"
-#include "nodefl/protocol/sha256_compat.h"
 
 namespace nodefl::compare {
 
@@ -52,7 +52,7 @@ ComparisonSession::~ComparisonSession() {
 }
 
 Status ComparisonSession::Start(Role role, const RunShape& shape, const ot::OtTag& tag, Span<const uint32_t> values,
-                                tls::RandomFunction random, void* random_context) {
+                                crypto::RandomFunction random, void* random_context) {
   NODEFL_TRY(CheckShape(shape));
   if (random == nullptr || values.size() != shape.count || slots_.size() < shape.count) {
     return Status::InvalidArgument();
@@ -84,7 +84,7 @@ Status ComparisonSession::Start(Role role, const RunShape& shape, const ot::OtTa
   base_receiver_.Clear();
   iknp_sender_.Clear();
   iknp_receiver_.Clear();
-  if (protocol::sha256::Starts(&sent_digest_) != 0 || protocol::sha256::Starts(&received_digest_) != 0) {
+  if (crypto::sha256::Starts(&sent_digest_) != 0 || crypto::sha256::Starts(&received_digest_) != 0) {
     return Status::Internal();
   }
   state_ = State::kRunning;
@@ -157,7 +157,7 @@ Result<size_t> ComparisonSession::NextMessage(ByteSpan out) {
     return st;
   }
   const size_t size = kMessageHeaderBytes + spec.payload_bytes;
-  if (spec.type != MessageType::kOutput && protocol::sha256::Update(&sent_digest_, m, size) != 0) {
+  if (spec.type != MessageType::kOutput && crypto::sha256::Update(&sent_digest_, m, size) != 0) {
     Abort(Status::Internal());
     return Status::Internal();
   }
@@ -293,7 +293,7 @@ Status ComparisonSession::OnMessage(ConstByteSpan message) {
     Abort(st);
     return st;
   }
-  if (type != MessageType::kOutput && protocol::sha256::Update(&received_digest_, m, message.size()) != 0) {
+  if (type != MessageType::kOutput && crypto::sha256::Update(&received_digest_, m, message.size()) != 0) {
     Abort(Status::Internal());
     return Status::Internal();
   }
@@ -602,7 +602,7 @@ void ComparisonSession::DigestOf(mbedtls_sha256_context* context, uint8_t* out) 
   mbedtls_sha256_context copy;
   mbedtls_sha256_init(&copy);
   mbedtls_sha256_clone(&copy, context);
-  if (protocol::sha256::Finish(&copy, out) != 0) {
+  if (crypto::sha256::Finish(&copy, out) != 0) {
     for (int k = 0; k < 32; ++k) out[k] = 0;
   }
   mbedtls_sha256_free(&copy);

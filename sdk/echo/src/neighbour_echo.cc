@@ -24,7 +24,7 @@ void StoreLe(uint64_t v, size_t bytes, uint8_t* out) {
 
 NeighbourEchoRole::NeighbourEchoRole(uint32_t own_id, Span<EchoPeer> peers,
                                      const tls::TlsCredentials& credentials,
-                                     tls::RandomFunction random, void* random_context)
+                                     crypto::RandomFunction random, void* random_context)
     : own_id_(own_id),
       peers_(peers),
       credentials_(credentials),

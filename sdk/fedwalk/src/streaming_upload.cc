@@ -7,15 +7,15 @@
 #include <cstring>
 
 #include "nodefl/core/assert.h"
+#include "nodefl/crypto/sha256.h"
 #include "nodefl/protocol/chunk.h"
-#include "nodefl/protocol/sha256_compat.h"
 
 namespace nodefl::fedwalk {
 namespace {
 
-using protocol::sha256::Finish;
-using protocol::sha256::Starts;
-using protocol::sha256::Update;
+using crypto::sha256::Finish;
+using crypto::sha256::Starts;
+using crypto::sha256::Update;
 
 }  // namespace
 

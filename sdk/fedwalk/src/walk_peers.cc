@@ -5,7 +5,7 @@
 
 namespace nodefl::fedwalk {
 
-WalkPeerTable::WalkPeerTable(const tls::TlsCredentials& credentials, tls::RandomFunction random,
+WalkPeerTable::WalkPeerTable(const tls::TlsCredentials& credentials, crypto::RandomFunction random,
                              void* random_context)
     : credentials_(credentials), random_(random), random_context_(random_context) {}
 

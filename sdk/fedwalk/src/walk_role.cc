@@ -36,7 +36,7 @@ WalkInputs WalkInputsFrom(const FedWalkHctRole& hct) {
 }
 
 FedWalkWalkRole::FedWalkWalkRole(uint32_t own_id, const WalkStorage& storage,
-                                 const tls::TlsCredentials& credentials, tls::RandomFunction random,
+                                 const tls::TlsCredentials& credentials, crypto::RandomFunction random,
                                  void* random_context, Drbg& rng, PrivacyLedger& ledger)
     : own_id_(own_id),
       storage_(storage),

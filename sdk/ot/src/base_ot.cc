@@ -46,7 +46,7 @@ struct PointScratch {
 // uniform and independent of k, then multiplies by s again. MbedTLS's own
 // ECDSA signing blinds its nonce inversion the same way.
 int InvertBlinded(mbedtls_ecp_group& group, const mbedtls_mpi& k, mbedtls_mpi* inverse, mbedtls_mpi* blind,
-                  tls::RandomFunction random, void* random_context) {
+                  crypto::RandomFunction random, void* random_context) {
   int rc = mbedtls_ecp_gen_privkey(&group, blind, random, random_context);
   if (rc == 0) rc = mbedtls_mpi_mul_mpi(inverse, &k, blind);
   if (rc == 0) rc = mbedtls_mpi_mod_mpi(inverse, inverse, &group.N);
@@ -110,7 +110,7 @@ void BaseOtSender::Clear() {
   started_ = false;
 }
 
-Status BaseOtSender::Start(const OtTag& tag, tls::RandomFunction random, void* random_context, ByteSpan point_out) {
+Status BaseOtSender::Start(const OtTag& tag, crypto::RandomFunction random, void* random_context, ByteSpan point_out) {
   if (random == nullptr || point_out.size() < kOtPointBytes) return Status::InvalidArgument();
   Clear();
   if (group_.id != MBEDTLS_ECP_DP_SECP256R1 && mbedtls_ecp_group_load(&group_, MBEDTLS_ECP_DP_SECP256R1) != 0) {
@@ -169,7 +169,7 @@ BaseOtReceiver::~BaseOtReceiver() {
 
 void BaseOtReceiver::Clear() { begun_ = false; }
 
-Status BaseOtReceiver::Begin(const OtTag& tag, ConstByteSpan sender_point, tls::RandomFunction random,
+Status BaseOtReceiver::Begin(const OtTag& tag, ConstByteSpan sender_point, crypto::RandomFunction random,
                              void* random_context) {
   begun_ = false;
   if (random == nullptr || sender_point.size() != kOtPointBytes) return Status::InvalidArgument();

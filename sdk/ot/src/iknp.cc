@@ -55,7 +55,7 @@ void IknpReceiver::Clear() {
   block_ = 0;
 }
 
-Status IknpReceiver::StartBase(const OtTag& tag, tls::RandomFunction random, void* random_context,
+Status IknpReceiver::StartBase(const OtTag& tag, crypto::RandomFunction random, void* random_context,
                                ByteSpan point_out) {
   Clear();
   tag_ = tag;
@@ -109,7 +109,7 @@ void IknpSender::Clear() {
   block_ = 0;
 }
 
-Status IknpSender::OnBasePoint(const OtTag& tag, ConstByteSpan point, tls::RandomFunction random,
+Status IknpSender::OnBasePoint(const OtTag& tag, ConstByteSpan point, crypto::RandomFunction random,
                                void* random_context) {
   Clear();
   if (random == nullptr) return Status::InvalidArgument();

@@ -1,19 +1,19 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/protocol/chunk.h"
-#include "nodefl/protocol/sha256_compat.h"
 
 #include <mbedtls/version.h>
 
 #include <cstring>
 
 #include "nodefl/core/assert.h"
+#include "nodefl/crypto/sha256.h"
 
 namespace nodefl::protocol {
 namespace {
 
-using protocol::sha256::Finish;
-using protocol::sha256::Starts;
-using protocol::sha256::Update;
+using crypto::sha256::Finish;
+using crypto::sha256::Starts;
+using crypto::sha256::Update;
 
 // Not secret data, but there is no reason to leak where digests differ.
 bool DigestsEqual(const uint8_t* a, const uint8_t* b) {

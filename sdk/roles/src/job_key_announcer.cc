@@ -5,7 +5,7 @@
 
 namespace nodefl::roles {
 
-Status JobKeyAnnouncer::Begin(uint64_t job_id, ConstByteSpan salt, tls::RandomFunction random,
+Status JobKeyAnnouncer::Begin(uint64_t job_id, ConstByteSpan salt, crypto::RandomFunction random,
                               void* random_context) {
   due_ = false;
   NODEFL_TRY(key_.Generate(job_id, salt, random, random_context));

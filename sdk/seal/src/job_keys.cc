@@ -56,7 +56,7 @@ void JobKeyPair::Wipe() {
   valid_ = false;
 }
 
-Status JobKeyPair::Generate(uint64_t job_id, ConstByteSpan salt, tls::RandomFunction random,
+Status JobKeyPair::Generate(uint64_t job_id, ConstByteSpan salt, crypto::RandomFunction random,
                             void* random_context) {
   Wipe();
   if (random == nullptr || salt.size() < kMinJobSaltBytes || salt.size() > kMaxJobSaltBytes) {
@@ -83,7 +83,7 @@ Status JobKeyPair::Generate(uint64_t job_id, ConstByteSpan salt, tls::RandomFunc
 }
 
 Status DeriveJobKeys(const PairKeys& pair, const JobKeyPair& own, uint32_t own_id, ConstByteSpan peer_job_key,
-                     tls::RandomFunction random, void* random_context, PairKeys* out) {
+                     crypto::RandomFunction random, void* random_context, PairKeys* out) {
   if (out == nullptr || random == nullptr || !pair.valid || !own.valid() ||
       (own_id != pair.low_id && own_id != pair.high_id)) {
     return Status::InvalidArgument();

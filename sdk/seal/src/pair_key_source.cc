@@ -6,7 +6,7 @@
 namespace nodefl::seal {
 
 Status VerifyAndDerivePairKeys(const tls::TlsCredentials& own, ConstByteSpan certificate_der, uint32_t own_id,
-                               uint32_t peer_id, tls::RandomFunction random, void* random_context,
+                               uint32_t peer_id, crypto::RandomFunction random, void* random_context,
                                PairKeys* out) {
   PeerPublicKey public_key;
   NODEFL_TRY(VerifyPeerCertificate(own, certificate_der, peer_id, &public_key));

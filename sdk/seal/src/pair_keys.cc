@@ -9,8 +9,8 @@
 
 #include <cstring>
 
+#include "nodefl/crypto/sha256.h"
 #include "nodefl/tls/device_identity.h"
-#include "nodefl/protocol/sha256_compat.h"
 
 namespace nodefl::seal {
 namespace {
@@ -53,9 +53,9 @@ void KeyId(const uint8_t* key, uint8_t* id) {
   uint8_t digest[32];
   mbedtls_sha256_context ctx;
   mbedtls_sha256_init(&ctx);
-  if (protocol::sha256::Starts(&ctx) != 0 ||
-      protocol::sha256::Update(&ctx, reinterpret_cast<const uint8_t*>(kLabel), sizeof(kLabel) - 1) != 0 ||
-      protocol::sha256::Update(&ctx, key, kSealKeyBytes) != 0 || protocol::sha256::Finish(&ctx, digest) != 0) {
+  if (crypto::sha256::Starts(&ctx) != 0 ||
+      crypto::sha256::Update(&ctx, reinterpret_cast<const uint8_t*>(kLabel), sizeof(kLabel) - 1) != 0 ||
+      crypto::sha256::Update(&ctx, key, kSealKeyBytes) != 0 || crypto::sha256::Finish(&ctx, digest) != 0) {
     std::memset(digest, 0, sizeof(digest));
   }
   mbedtls_sha256_free(&ctx);
@@ -75,7 +75,7 @@ void PairKeys::Wipe() {
 }
 
 Status DerivePairKeys(const tls::TlsCredentials& own, const PeerPublicKey& peer, uint32_t own_id,
-                      uint32_t peer_id, tls::RandomFunction random, void* random_context,
+                      uint32_t peer_id, crypto::RandomFunction random, void* random_context,
                       PairKeys* out) {
   if (out == nullptr || random == nullptr) return Status::InvalidArgument();
   if (!own.has_own_identity()) return Status::FailedPrecondition();

@@ -30,7 +30,7 @@ TlsConfig::TlsConfig() { mbedtls_ssl_config_init(&config_); }
 
 TlsConfig::~TlsConfig() { mbedtls_ssl_config_free(&config_); }
 
-Status TlsConfig::Init(TlsRole role, const TlsCredentials& credentials, RandomFunction random,
+Status TlsConfig::Init(TlsRole role, const TlsCredentials& credentials, crypto::RandomFunction random,
                        void* random_context) {
   if (ready_) return Status::FailedPrecondition();
   if (random == nullptr) return Status::InvalidArgument();

@@ -10,8 +10,8 @@
 
 #include <algorithm>
 
+#include "nodefl/crypto/rng.h"
 #include "nodefl/platform/host_platform.h"
-#include "nodefl/tls/rng.h"
 #include "nodefl/protocol/limits.h"
 
 namespace nodefl::emulator {
@@ -62,7 +62,7 @@ Status EmulatedDevice::Init() {
   std::fill(setup_.private_key_der.begin(), setup_.private_key_der.end(), 0);
   setup_.private_key_der.clear();
   setup_.certificate_der.clear();
-  NODEFL_TRY(tls_config_.Init(tls::TlsRole::kClient, credentials_, &tls::DrbgRandom, &drbg_));
+  NODEFL_TRY(tls_config_.Init(tls::TlsRole::kClient, credentials_, &crypto::DrbgRandom, &drbg_));
 
   frame_buffer_.resize(kMaxFrame);
   output_buffer_.resize(kOutputFrames * kMaxFrame);
@@ -78,7 +78,7 @@ Status EmulatedDevice::Init() {
   peers_.resize(setup_.neighbours.size());
   for (size_t i = 0; i < peers_.size(); ++i) peers_[i].id = setup_.neighbours[i];
   role_ = std::make_unique<echo::NeighbourEchoRole>(setup_.id, Span<echo::EchoPeer>(peers_), credentials_,
-                                                     &tls::DrbgRandom, &drbg_);
+                                                     &crypto::DrbgRandom, &drbg_);
   NODEFL_TRY(role_->Init());
   NODEFL_TRY(session_->AddRole(*role_));
 
@@ -144,8 +144,8 @@ Status EmulatedDevice::Init() {
     ws.tree_leaf_of_vertex = Span<uint32_t>(walk_leaf_of_vertex_);
     ws.pool = Span<uint32_t>(walk_pool_);
     // Walk decisions and encodings draw from the noise DRBG; ECDH blinding
-    // from the TLS one (tls/rng.h asks for separate generators).
-    walk_role_ = std::make_unique<fedwalk::FedWalkWalkRole>(setup_.id, ws, credentials_, &tls::DrbgRandom, &drbg_,
+    // from the TLS one (crypto/rng.h asks for separate generators).
+    walk_role_ = std::make_unique<fedwalk::FedWalkWalkRole>(setup_.id, ws, credentials_, &crypto::DrbgRandom, &drbg_,
                                                           noise_drbg_, *ledger_);
     if (fleet_.shared_pair_keys != nullptr) walk_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
     NODEFL_TRY(session_->AddRole(*walk_role_));
@@ -167,7 +167,7 @@ Status EmulatedDevice::Init() {
     }
     compare_role_ = std::make_unique<compare::SecureCompareRole>(
         setup_.id, Span<compare::ComparePeer>(compare_peers_), Span<compare::CompareContext>(compare_contexts_),
-        credentials_, &tls::DrbgRandom, &drbg_);
+        credentials_, &crypto::DrbgRandom, &drbg_);
     if (fleet_.shared_pair_keys != nullptr) compare_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
     NODEFL_TRY(compare_role_->Init());
     NODEFL_TRY(session_->AddRole(*compare_role_));

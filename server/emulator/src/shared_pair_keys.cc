@@ -10,7 +10,7 @@ SharedPairKeys::Counters SharedPairKeys::counters() const {
 }
 
 Status SharedPairKeys::Thunk(void* self, const tls::TlsCredentials& own, ConstByteSpan certificate_der,
-                             uint32_t own_id, uint32_t peer_id, tls::RandomFunction random, void* random_context,
+                             uint32_t own_id, uint32_t peer_id, crypto::RandomFunction random, void* random_context,
                              seal::PairKeys* out) {
   return static_cast<SharedPairKeys*>(self)->Derive(own, certificate_der, own_id, peer_id, random, random_context,
                                                     out);
@@ -40,7 +40,7 @@ Status SharedPairKeys::PublicKeyOf(const tls::TlsCredentials& own, ConstByteSpan
 }
 
 Status SharedPairKeys::Derive(const tls::TlsCredentials& own, ConstByteSpan certificate_der, uint32_t own_id,
-                              uint32_t peer_id, tls::RandomFunction random, void* random_context,
+                              uint32_t peer_id, crypto::RandomFunction random, void* random_context,
                               seal::PairKeys* out) {
   ++derivations_;
   seal::PeerPublicKey key;

@@ -32,19 +32,19 @@
 
 #include <cstdint>
 
-#include "nodefl/protocol/compare/job_format.h"
 #include "nodefl/compare/comparison_session.h"
 #include "nodefl/core/span.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/device/role.h"
-#include "nodefl/roles/job_key_announcer.h"
+#include "nodefl/protocol/compare/job_format.h"
 #include "nodefl/protocol/peer_directory.h"
+#include "nodefl/roles/job_key_announcer.h"
 #include "nodefl/seal/pair_key_source.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/seal/seal.h"
 #include "nodefl/tls/credentials.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::compare {
 
@@ -103,7 +103,7 @@ class SecureCompareRole final : public device::Role {
   // `peers[i].id`: the neighbours, ascending, without the device. `random`
   // draws the OT secrets, masks and triples and blinds ECDH.
   SecureCompareRole(uint32_t own_id, Span<ComparePeer> peers, Span<CompareContext> contexts,
-                    const tls::TlsCredentials& credentials, tls::RandomFunction random, void* random_context);
+                    const tls::TlsCredentials& credentials, crypto::RandomFunction random, void* random_context);
 
   // kInvalidArgument for unsorted peers or contexts without slots;
   // kFailedPrecondition for credentials without identity or CA.
@@ -154,7 +154,7 @@ class SecureCompareRole final : public device::Role {
   Span<ComparePeer> peers_;
   Span<CompareContext> contexts_;
   const tls::TlsCredentials& credentials_;
-  tls::RandomFunction random_;
+  crypto::RandomFunction random_;
   void* random_context_;
   seal::PairKeySource key_source_;
 

@@ -44,10 +44,10 @@
 #include "nodefl/core/result.h"
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/ot/base_ot.h"
 #include "nodefl/ot/iknp.h"
 #include "nodefl/ot/ot_key.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::compare {
 
@@ -93,7 +93,7 @@ class ComparisonSession {
   // shape.count, a value above plan.MaxValue(), storage too small, or a
   // null `random` (which draws OT secrets, table masks and triple choices).
   Status Start(Role role, const RunShape& shape, const ot::OtTag& tag, Span<const uint32_t> values,
-               tls::RandomFunction random, void* random_context);
+               crypto::RandomFunction random, void* random_context);
 
   // Writes the next message into `out` (at least shape.max_message_bytes)
   // and returns its size; 0 when nothing is due now. In kAborted, writes
@@ -151,7 +151,7 @@ class ComparisonSession {
   Role role_ = Role::kA;
   RunShape shape_;
   ot::OtTag tag_;
-  tls::RandomFunction random_ = nullptr;
+  crypto::RandomFunction random_ = nullptr;
   void* random_context_ = nullptr;
   Schedule own_;
   Schedule peer_;

@@ -16,7 +16,7 @@
 
 #include <cstddef>
 
-namespace nodefl::tls {
+namespace nodefl::crypto {
 
 using RandomFunction = int (*)(void* context, unsigned char* out, size_t length);
 
@@ -24,4 +24,4 @@ using RandomFunction = int (*)(void* context, unsigned char* out, size_t length)
 // if the DRBG has failed (it stays failed; see Drbg::status()).
 int DrbgRandom(void* context, unsigned char* out, size_t length);
 
-}  // namespace nodefl::tls
+}  // namespace nodefl::crypto

@@ -29,14 +29,14 @@
 #include <cstdint>
 
 #include "nodefl/core/span.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/device/role.h"
-#include "nodefl/roles/job_key_announcer.h"
 #include "nodefl/protocol/peer_directory.h"
+#include "nodefl/roles/job_key_announcer.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/tls/credentials.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::echo {
 
@@ -81,7 +81,7 @@ class NeighbourEchoRole final : public device::Role {
   // duplicates, not the device itself (Init checks). `credentials` holds the
   // device's key and the pinned CA; `random` feeds ECDH blinding.
   NeighbourEchoRole(uint32_t own_id, Span<EchoPeer> peers, const tls::TlsCredentials& credentials,
-                    tls::RandomFunction random, void* random_context);
+                    crypto::RandomFunction random, void* random_context);
 
   Status Init();
 
@@ -120,7 +120,7 @@ class NeighbourEchoRole final : public device::Role {
   uint32_t own_id_;
   Span<EchoPeer> peers_;
   const tls::TlsCredentials& credentials_;
-  tls::RandomFunction random_;
+  crypto::RandomFunction random_;
   void* random_context_;
 
   Phase phase_ = Phase::kIdle;

@@ -43,13 +43,13 @@
 
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
+#include "nodefl/crypto/rng.h"
+#include "nodefl/protocol/envelope.pb.h"
 #include "nodefl/seal/job_keys.h"
 #include "nodefl/seal/pair_key_source.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/tls/credentials.h"
-#include "nodefl/tls/rng.h"
-#include "nodefl/protocol/envelope.pb.h"
 
 namespace nodefl::fedwalk {
 
@@ -75,7 +75,7 @@ struct WalkPeer {
 
 class WalkPeerTable {
  public:
-  WalkPeerTable(const tls::TlsCredentials& credentials, tls::RandomFunction random, void* random_context);
+  WalkPeerTable(const tls::TlsCredentials& credentials, crypto::RandomFunction random, void* random_context);
 
   // Binds the records. neighbours[i].id must be sorted ascending, without
   // duplicates, without own_id (kInvalidArgument otherwise); the records'
@@ -135,7 +135,7 @@ class WalkPeerTable {
   void ResetJobState(WalkPeer* peer);
 
   const tls::TlsCredentials& credentials_;
-  tls::RandomFunction random_;
+  crypto::RandomFunction random_;
   void* random_context_;
   seal::PairKeySource source_;
   uint32_t own_id_ = 0;

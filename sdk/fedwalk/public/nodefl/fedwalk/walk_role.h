@@ -112,23 +112,23 @@
 
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/device/role.h"
-#include "nodefl/protocol/fedwalk/hct_format.h"
-#include "nodefl/fedwalk/hct_role.h"
 #include "nodefl/fedwalk/encoder_cost.h"
+#include "nodefl/fedwalk/hct_role.h"
 #include "nodefl/fedwalk/hct_storage.h"
 #include "nodefl/fedwalk/tree_index.h"
-#include "nodefl/protocol/fedwalk/walk_format.h"
 #include "nodefl/fedwalk/walk_peers.h"
 #include "nodefl/fedwalk/walk_queue.h"
 #include "nodefl/fedwalk/walk_step.h"
 #include "nodefl/privacy/ledger.h"
-#include "nodefl/roles/job_key_announcer.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
+#include "nodefl/protocol/fedwalk/walk_format.h"
 #include "nodefl/protocol/peer_directory.h"
 #include "nodefl/random/drbg.h"
+#include "nodefl/roles/job_key_announcer.h"
 #include "nodefl/tls/credentials.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::fedwalk {
 
@@ -177,10 +177,10 @@ class FedWalkWalkRole final : public device::Role {
   };
 
   // `rng` draws every walk decision and encoding; `random` feeds ECDH
-  // blinding (give it a different DRBG, see tls/rng.h). `ledger` records
+  // blinding (give it a different DRBG, see crypto/rng.h). `ledger` records
   // every encoding. All must outlive the role, as must `storage`.
   FedWalkWalkRole(uint32_t own_id, const WalkStorage& storage, const tls::TlsCredentials& credentials,
-                  tls::RandomFunction random, void* random_context, Drbg& rng, PrivacyLedger& ledger);
+                  crypto::RandomFunction random, void* random_context, Drbg& rng, PrivacyLedger& ledger);
 
   // Binds the HCT job's results (again before each walk job if they
   // changed; not during a job). kInvalidArgument for neighbours not sorted
@@ -249,7 +249,7 @@ class FedWalkWalkRole final : public device::Role {
   const uint32_t own_id_;
   const WalkStorage storage_;
   const tls::TlsCredentials& credentials_;
-  tls::RandomFunction random_;
+  crypto::RandomFunction random_;
   void* random_context_;
   Drbg& rng_;
   PrivacyLedger& ledger_;

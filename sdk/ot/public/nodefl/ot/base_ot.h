@@ -78,8 +78,8 @@
 
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/ot/ot_key.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::ot {
 
@@ -95,7 +95,7 @@ class BaseOtSender {
   // Draws a; writes A (kOtPointBytes) to `point_out`. kInvalidArgument if
   // `point_out` is too small or `random` is null; kInternal if MbedTLS
   // fails.
-  Status Start(const OtTag& tag, tls::RandomFunction random, void* random_context, ByteSpan point_out);
+  Status Start(const OtTag& tag, crypto::RandomFunction random, void* random_context, ByteSpan point_out);
 
   // The receiver's points for OTs first_index, first_index + 1, ...:
   // `points` holds keys0.size() points back to back. kFailedPrecondition
@@ -113,7 +113,7 @@ class BaseOtSender {
   mbedtls_ecp_point a_pub_;  // A = a*G
   OtTag tag_;
   uint8_t a_point_[kOtPointBytes] = {};
-  tls::RandomFunction random_ = nullptr;
+  crypto::RandomFunction random_ = nullptr;
   void* random_context_ = nullptr;
   bool started_ = false;
 };
@@ -127,7 +127,7 @@ class BaseOtReceiver {
 
   // Takes the sender's A. kUnauthenticated if it is not a point of the
   // curve (or is the identity); kInvalidArgument for a wrong size.
-  Status Begin(const OtTag& tag, ConstByteSpan sender_point, tls::RandomFunction random, void* random_context);
+  Status Begin(const OtTag& tag, ConstByteSpan sender_point, crypto::RandomFunction random, void* random_context);
 
   // OTs first_index .. first_index + keys.size() - 1 with choice bits
   // `choices` (bit k for the k-th of them): writes the points to send
@@ -142,7 +142,7 @@ class BaseOtReceiver {
   mbedtls_ecp_point a_;  // the sender's A
   OtTag tag_;
   uint8_t a_point_[kOtPointBytes] = {};
-  tls::RandomFunction random_ = nullptr;
+  crypto::RandomFunction random_ = nullptr;
   void* random_context_ = nullptr;
   bool begun_ = false;
 };

@@ -38,10 +38,10 @@
 
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/ot/base_ot.h"
 #include "nodefl/ot/bit_matrix.h"
 #include "nodefl/ot/ot_key.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::ot {
 
@@ -58,7 +58,7 @@ class IknpReceiver {
   IknpReceiver& operator=(const IknpReceiver&) = delete;
 
   // Base phase, step 1: writes the base-OT point A (kOtPointBytes).
-  Status StartBase(const OtTag& tag, tls::RandomFunction random, void* random_context, ByteSpan point_out);
+  Status StartBase(const OtTag& tag, crypto::RandomFunction random, void* random_context, ByteSpan point_out);
   // Base phase, step 2: the sender's base-OT points for base OTs
   // first .. first + count - 1, in order (any split into calls).
   Status OnBasePoints(ConstByteSpan points, size_t first);
@@ -88,7 +88,7 @@ class IknpSender {
   IknpSender& operator=(const IknpSender&) = delete;
 
   // Base phase: the receiver's point A; draws s.
-  Status OnBasePoint(const OtTag& tag, ConstByteSpan point, tls::RandomFunction random, void* random_context);
+  Status OnBasePoint(const OtTag& tag, ConstByteSpan point, crypto::RandomFunction random, void* random_context);
   // Writes the base-OT points for base OTs first .. first + count - 1
   // (count * kOtPointBytes bytes); call in order until all 128 are written.
   Status WriteBasePoints(size_t first, size_t count, ByteSpan out);

@@ -21,9 +21,9 @@
 
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/seal/job_keys.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::roles {
 
@@ -31,7 +31,7 @@ class JobKeyAnnouncer {
  public:
   // A fresh key for job `job_id` with public salt `salt`; the announcement
   // becomes due. Errors of JobKeyPair::Generate (nothing due then).
-  Status Begin(uint64_t job_id, ConstByteSpan salt, tls::RandomFunction random, void* random_context);
+  Status Begin(uint64_t job_id, ConstByteSpan salt, crypto::RandomFunction random, void* random_context);
   // Sends the JobKey message for the current job if it is due and the
   // session has room (otherwise it stays due). `round` goes into the
   // envelope for the server's logs.

@@ -48,9 +48,9 @@
 
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/peer_certificate.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::seal {
 
@@ -71,7 +71,7 @@ class JobKeyPair {
   // (kMinJobSaltBytes .. kMaxJobSaltBytes bytes), replacing any earlier
   // one. kInvalidArgument for a bad salt or no RNG; kUnavailable if the RNG
   // fails. On error the pair is left wiped (not valid).
-  Status Generate(uint64_t job_id, ConstByteSpan salt, tls::RandomFunction random, void* random_context);
+  Status Generate(uint64_t job_id, ConstByteSpan salt, crypto::RandomFunction random, void* random_context);
 
   // Forgets the private key (zeroed) and the job.
   void Wipe();
@@ -85,7 +85,7 @@ class JobKeyPair {
   }
 
  private:
-  friend Status DeriveJobKeys(const PairKeys&, const JobKeyPair&, uint32_t, ConstByteSpan, tls::RandomFunction,
+  friend Status DeriveJobKeys(const PairKeys&, const JobKeyPair&, uint32_t, ConstByteSpan, crypto::RandomFunction,
                               void*, PairKeys*);
 
   uint8_t private_key_[32] = {};
@@ -103,6 +103,6 @@ class JobKeyPair {
 // the peer's job key is not a P-256 point (wrong size, off the curve).
 // `out` gets the pair's ids and is written only on success.
 Status DeriveJobKeys(const PairKeys& pair, const JobKeyPair& own, uint32_t own_id, ConstByteSpan peer_job_key,
-                     tls::RandomFunction random, void* random_context, PairKeys* out);
+                     crypto::RandomFunction random, void* random_context, PairKeys* out);
 
 }  // namespace nodefl::seal

@@ -19,27 +19,27 @@
 
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/tls/credentials.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::seal {
 
 // VerifyPeerCertificate(own, certificate_der, peer_id) then
 // DerivePairKeys; their errors unchanged. `out` is written only on success.
 Status VerifyAndDerivePairKeys(const tls::TlsCredentials& own, ConstByteSpan certificate_der, uint32_t own_id,
-                               uint32_t peer_id, tls::RandomFunction random, void* random_context,
+                               uint32_t peer_id, crypto::RandomFunction random, void* random_context,
                                PairKeys* out);
 
 struct PairKeySource {
   using DeriveFunction = Status (*)(void* context, const tls::TlsCredentials& own,
                                     ConstByteSpan certificate_der, uint32_t own_id, uint32_t peer_id,
-                                    tls::RandomFunction random, void* random_context, PairKeys* out);
+                                    crypto::RandomFunction random, void* random_context, PairKeys* out);
   DeriveFunction derive = nullptr;  // nullptr: VerifyAndDerivePairKeys
   void* context = nullptr;
 
   Status Derive(const tls::TlsCredentials& own, ConstByteSpan certificate_der, uint32_t own_id, uint32_t peer_id,
-                tls::RandomFunction random, void* random_context, PairKeys* out) const {
+                crypto::RandomFunction random, void* random_context, PairKeys* out) const {
     if (derive == nullptr) {
       return VerifyAndDerivePairKeys(own, certificate_der, own_id, peer_id, random, random_context, out);
     }

@@ -27,9 +27,9 @@
 #include <cstdint>
 
 #include "nodefl/core/status.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/seal/peer_certificate.h"
 #include "nodefl/tls/credentials.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::seal {
 
@@ -64,13 +64,13 @@ struct PairKeys {
 // Derives the keys between this device (`own`'s private key, whose
 // certificate must name `own_id`) and `peer` (verified with
 // VerifyPeerCertificate for `peer_id`). `random` blinds the scalar
-// multiplication against timing side channels (nodefl::tls::DrbgRandom on a
+// multiplication against timing side channels (nodefl::crypto::DrbgRandom on a
 // device). kInvalidArgument if the ids are equal, do not match the
 // certificates, or `peer` is not valid; kFailedPrecondition if `own` has no
 // identity; kUnauthenticated if the peer point is not on the curve. `out` is
 // written only on success.
 Status DerivePairKeys(const tls::TlsCredentials& own, const PeerPublicKey& peer, uint32_t own_id,
-                      uint32_t peer_id, tls::RandomFunction random, void* random_context,
+                      uint32_t peer_id, crypto::RandomFunction random, void* random_context,
                       PairKeys* out);
 
 }  // namespace nodefl::seal

@@ -16,7 +16,7 @@
 // shares one TlsConfig among all connections and threads, which is safe
 // because MbedTLS only reads an ssl_config during handshakes and records,
 // provided the random function is thread-safe (mbedtls_ctr_drbg_random with
-// a mbedtls_ctr_drbg_context is; see rng.h).
+// a mbedtls_ctr_drbg_context is; see nodefl/crypto/rng.h).
 //
 // Memory: mbedtls_ssl_config is held inline (a few hundred bytes); MbedTLS
 // allocates a small node for the own-certificate list (heap inside MbedTLS,
@@ -28,8 +28,8 @@
 #include <cstdint>
 
 #include "nodefl/core/status.h"
+#include "nodefl/crypto/rng.h"
 #include "nodefl/tls/credentials.h"
-#include "nodefl/tls/rng.h"
 
 namespace nodefl::tls {
 
@@ -50,7 +50,7 @@ class TlsConfig {
   // used for every handshake of every connection built from this config.
   // kFailedPrecondition if already initialised or the credentials are
   // incomplete, kInvalidArgument without a random function.
-  Status Init(TlsRole role, const TlsCredentials& credentials, RandomFunction random,
+  Status Init(TlsRole role, const TlsCredentials& credentials, crypto::RandomFunction random,
               void* random_context);
 
   bool ready() const { return ready_; }

@@ -50,9 +50,9 @@ class SharedPairKeys {
   };
 
   static Status Thunk(void* self, const tls::TlsCredentials& own, ConstByteSpan certificate_der, uint32_t own_id,
-                      uint32_t peer_id, tls::RandomFunction random, void* random_context, seal::PairKeys* out);
+                      uint32_t peer_id, crypto::RandomFunction random, void* random_context, seal::PairKeys* out);
   Status Derive(const tls::TlsCredentials& own, ConstByteSpan certificate_der, uint32_t own_id, uint32_t peer_id,
-                tls::RandomFunction random, void* random_context, seal::PairKeys* out);
+                crypto::RandomFunction random, void* random_context, seal::PairKeys* out);
   Status PublicKeyOf(const tls::TlsCredentials& own, ConstByteSpan certificate_der, uint32_t peer_id,
                      seal::PeerPublicKey* out);
 
