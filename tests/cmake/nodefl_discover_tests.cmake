@@ -1,0 +1,47 @@
+# nodefl_discover_tests(target KIND <unit|integration> AREA <sdk|host>
+#                       [SLOW gtest-filter] [TIMEOUT seconds] [PRE_TEST])
+#
+# Registers a GoogleTest binary's tests with CTest, each with exactly one of
+# the labels unit / integration / slow (tests/README.md says what they mean
+# and how to run each) plus its area (sdk or host). Tests matching SLOW (a
+# --gtest_filter pattern, e.g. "*cora*:*Extension16") are labelled slow
+# instead of KIND. PRE_TEST lists the tests when CTest runs (a cross build
+# lists them through the emulator).
+#
+# Labels are set by a small CTest include file rather than through
+# gtest_discover_tests(PROPERTIES): CMake 3.25 writes a list-valued property
+# there as separate arguments, so "unit;host" would not survive.
+# NO_PRETTY_VALUES: CTest names a test exactly as GoogleTest does (by the
+# suite's name generator) instead of appending the printed parameter.
+function(nodefl_discover_tests target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "PRE_TEST" "KIND;AREA;SLOW;TIMEOUT" "")
+  if(NOT arg_KIND MATCHES "^(unit|integration)$" OR NOT arg_AREA MATCHES "^(sdk|host)$")
+    message(FATAL_ERROR "nodefl_discover_tests(${target}): KIND unit|integration and AREA sdk|host are required")
+  endif()
+  set(common NO_PRETTY_VALUES)
+  if(arg_PRE_TEST)
+    list(APPEND common DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 120)
+  endif()
+  if(arg_TIMEOUT)
+    list(APPEND common PROPERTIES TIMEOUT ${arg_TIMEOUT})
+  endif()
+  set(labels ${CMAKE_CURRENT_BINARY_DIR}/${target}_labels.cmake)
+  if(arg_SLOW)
+    gtest_discover_tests(${target} TEST_LIST ${target}_main TEST_FILTER "-${arg_SLOW}" ${common})
+    gtest_discover_tests(${target} TEST_LIST ${target}_slow TEST_FILTER "${arg_SLOW}" ${common})
+  else()
+    gtest_discover_tests(${target} TEST_LIST ${target}_main ${common})
+  endif()
+  # A list stays unset while the binary is not built (CTest then reports
+  # it as NOT_BUILT) or when a filter matches nothing.
+  file(WRITE ${labels}
+       "if(${target}_main)\n"
+       "  set_tests_properties(\${${target}_main} PROPERTIES LABELS \"${arg_KIND};${arg_AREA}\")\n"
+       "endif()\n"
+       "if(${target}_slow)\n"
+       "  set_tests_properties(\${${target}_slow} PROPERTIES LABELS \"slow;${arg_AREA}\")\n"
+       "endif()\n")
+  # Included after the discovery include files appended above, so the
+  # test lists are known by then.
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${labels})
+endfunction()
