@@ -7,9 +7,11 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 
 #include <algorithm>
 
+#include "nodefl/client/device_pump.h"
 #include "nodefl/crypto/rng.h"
 #include "nodefl/platform/host_platform.h"
 #include "nodefl/protocol/limits.h"
@@ -17,7 +19,9 @@
 namespace nodefl::emulator {
 namespace {
 
-constexpr size_t kPlaintextChunk = 4096;
+// Ciphertext read from the socket at a time (what TlsSocket read before the
+// pump joined TLS and the session).
+constexpr size_t kSocketReadChunk = 4096;
 constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
 // Room for several frames, so a role can send a batch of sealed messages per
 // poll without waiting for the socket.
@@ -190,8 +194,9 @@ void EmulatedDevice::Start() {
 void EmulatedDevice::Stop() {
   asio::post(strand_, [self = shared_from_this()] {
     self->stopping_ = true;
-    if (self->session_->state() == device::SessionState::kReady) {
-      self->session_->Close("emulator finished").IgnoreError();
+    if (self->pump_ && self->pump_->state() == client::PumpState::kOpen &&
+        self->session_->state() == device::SessionState::kReady) {
+      self->pump_->Close("emulator finished").IgnoreError();
     }
     self->Wake();
     self->poll_timer_.cancel();
@@ -221,16 +226,21 @@ asio::awaitable<bool> EmulatedDevice::Connect() {
     last_error_ = "connect: " + ec.message();
   } else {
     socket.set_option(tcp::no_delay(true), ec);
-    tls_ = std::make_unique<host::net::TlsSocket>(std::move(socket), host::net::TlsSocket::Buffers{});
-    Status st = tls_->Init(tls_config_, fleet_.server_name.c_str());
-    if (st.ok()) st = co_await tls_->Handshake();
+    socket_ = std::make_unique<tcp::socket>(std::move(socket));
+    Status st = EnsurePump();
+    if (st.ok()) st = pump_->Connect(NowMicros());
+    if (st.ok()) st = co_await Handshake();
     if (st.ok()) {
       ok = true;
       fleet_.stats->handshake_us_total.fetch_add(static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count()));
     } else {
-      last_error_ = std::string("tls handshake: ") + st.str() + " " + tls_->endpoint().last_error_text();
-      tls_->Close();
+      last_error_ = std::string("tls handshake: ") + st.str() + " " +
+                    (endpoint_ ? endpoint_->last_error_text() : "");
+      // The pump starts the session when the handshake completes; that
+      // failing is not worth a retry.
+      session_start_failed_ = pump_ && pump_->failure_layer() == client::PumpLayer::kSession;
+      CloseSocket();
     }
   }
   fleet_.stats->connecting.fetch_sub(1);
@@ -245,6 +255,10 @@ asio::awaitable<void> EmulatedDevice::Run() {
   while (!stopping_ && !failed_) {
     if (!co_await Connect()) {
       if (stopping_) break;
+      if (session_start_failed_) {
+        Fail(std::string("session start: ") + pump_->status().str());
+        break;
+      }
       fleet_.stats->connect_failures.fetch_add(1);
       if (++attempts >= fleet_.max_connect_attempts) {
         Fail("gave up connecting: " + last_error_);
@@ -256,11 +270,6 @@ asio::awaitable<void> EmulatedDevice::Run() {
       continue;
     }
     attempts = 0;
-    const Status begun = ever_connected ? session_->Reconnect(NowMicros()) : session_->Start(NowMicros());
-    if (!begun.ok()) {
-      Fail(std::string("session start: ") + begun.str());
-      break;
-    }
     if (ever_connected) fleet_.stats->reconnects.fetch_add(1);
     if (!ever_connected) fleet_.stats->connected.fetch_add(1);
     ever_connected = true;
@@ -272,7 +281,7 @@ asio::awaitable<void> EmulatedDevice::Run() {
     connection_up_ = false;
     Wake();
     poll_timer_.cancel();
-    tls_->Close();
+    CloseSocket();
     NoteProgress();
     if (session_->state() == device::SessionState::kClosed && !stopping_) {
       // A finished device may be sent away (the server ends after its job);
@@ -285,35 +294,32 @@ asio::awaitable<void> EmulatedDevice::Run() {
 }
 
 asio::awaitable<void> EmulatedDevice::Reader() {
-  std::vector<uint8_t> plain(kPlaintextChunk);
-  std::vector<uint8_t> pending;
+  std::vector<uint8_t> chunk(kSocketReadChunk);
   asio::steady_timer pause(strand_);
   while (connection_up_) {
-    Result<size_t> n = co_await tls_->Read(ByteSpan(plain));
-    if (!n.ok() || *n == 0) {
-      if (!n.ok()) last_error_ = std::string("read: ") + n.status().str();
+    boost::system::error_code ec;
+    const size_t n = co_await socket_->async_read_some(asio::buffer(chunk),
+                                                       asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      last_error_ = std::string("read: ") + Status::Aborted().str();
       co_return;
     }
-    pending.insert(pending.end(), plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(*n));
+    ConstByteSpan pending(chunk.data(), n);
     while (!pending.empty() && connection_up_) {
       size_t consumed = 0;
-      const Status st = session_->OnReceived(ConstByteSpan(pending), NowMicros(), &consumed);
-      pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(consumed));
+      const Status st = pump_->OnReceived(pending, NowMicros(), &consumed);
+      pending = pending.subspan(consumed);
       if (!st.ok()) {
-        last_error_ = std::string("session: ") + st.str() + " " + session_->last_error();
+        last_error_ = PumpError("read", st);
         Wake();
         co_return;
       }
-      if (Status polled = session_->Poll(NowMicros()); !polled.ok()) {
-        last_error_ = std::string("poll: ") + polled.str() + " " + session_->last_error();
-        co_return;
-      }
+      if (pump_->peer_closed()) co_return;  // the server closed cleanly
       NoteProgress();
       Wake();
       if (!pending.empty()) {
-        // The session's output is full: let the writer drain it first.
+        // The pump's output is full: let the writer drain it first.
         pause.expires_after(std::chrono::milliseconds(1));
-        boost::system::error_code ec;
         co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       }
     }
@@ -325,10 +331,11 @@ asio::awaitable<void> EmulatedDevice::Writer() {
   const uint32_t epoch = connection_epoch_;
   std::vector<uint8_t> batch;
   while (connection_up_ && epoch == connection_epoch_) {
-    const ConstByteSpan out = session_->PendingOutput();
+    const ConstByteSpan out = pump_->PendingOutput();
     if (out.empty()) {
-      if (stopping_ && session_->state() == device::SessionState::kClosed) {
-        co_await tls_->GracefulClose();
+      // The pump queued Goodbye and close_notify; both are written.
+      if (stopping_ && pump_->state() == client::PumpState::kClosed) {
+        CloseSocket();
         co_return;
       }
       if (!wake_pending_) {
@@ -339,18 +346,20 @@ asio::awaitable<void> EmulatedDevice::Writer() {
       wake_pending_ = false;
       continue;
     }
-    // Copy first: the session keeps appending while the socket write waits.
+    // Copy first: the pump keeps appending while the socket write waits.
     batch.assign(out.begin(), out.end());
-    session_->ConsumeOutput(out.size());
-    const Status written = co_await tls_->Write(ConstByteSpan(batch));
-    if (!written.ok()) {
-      tls_->Close();
+    const Status consumed = pump_->ConsumeOutput(out.size(), NowMicros());
+    boost::system::error_code ec;
+    co_await asio::async_write(*socket_, asio::buffer(batch), asio::redirect_error(asio::use_awaitable, ec));
+    if (ec || !consumed.ok()) {
+      if (!consumed.ok()) last_error_ = PumpError("write", consumed);
+      CloseSocket();
       co_return;
     }
     // Output space is free again: let the roles continue their bulk work.
     if (connection_up_ && session_->state() == device::SessionState::kReady) {
-      if (!session_->Poll(NowMicros()).ok()) {
-        tls_->Close();
+      if (!pump_->Tick(NowMicros()).ok()) {
+        CloseSocket();
         co_return;
       }
       NoteProgress();
@@ -366,15 +375,86 @@ asio::awaitable<void> EmulatedDevice::Poller() {
     boost::system::error_code ec;
     co_await poll_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (!connection_up_ || epoch != connection_epoch_) break;
-    const Status polled = session_->Poll(NowMicros());
+    const Status polled = pump_->Tick(NowMicros());
     if (!polled.ok()) {
       last_error_ = std::string("poll: ") + polled.str() + " " + session_->last_error();
-      tls_->Close();  // the reader sees the failure and the device reconnects
+      CloseSocket();  // the reader sees the failure and the device reconnects
       break;
     }
     Wake();
     NoteProgress();
   }
+}
+
+Status EmulatedDevice::EnsurePump() {
+  if (pump_) return Status::Ok();
+  // The sizes TlsSocket used; the endpoint is reset, not rebuilt, on reconnect.
+  tls_inbound_.resize(client::kPumpTlsInboundBytes);
+  tls_outbound_.resize(client::kPumpTlsOutboundBytes);
+  plaintext_.resize(client::kPumpPlaintextBytes);
+  endpoint_ = std::make_unique<tls::TlsEndpoint>();
+  const Status st =
+      endpoint_->Init(tls_config_, ByteSpan(tls_inbound_), ByteSpan(tls_outbound_), fleet_.server_name.c_str());
+  if (!st.ok()) {
+    endpoint_.reset();
+    return st;
+  }
+  pump_ = std::make_unique<client::DevicePump>(*endpoint_, *session_, ByteSpan(plaintext_));
+  return Status::Ok();
+}
+
+asio::awaitable<Status> EmulatedDevice::WritePending(std::vector<uint8_t>& batch) {
+  while (true) {
+    const ConstByteSpan out = pump_->PendingOutput();
+    if (out.empty()) co_return Status::Ok();
+    batch.assign(out.begin(), out.end());
+    const Status consumed = pump_->ConsumeOutput(out.size(), NowMicros());
+    boost::system::error_code ec;
+    co_await asio::async_write(*socket_, asio::buffer(batch), asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return Status::Aborted();
+    if (!consumed.ok()) co_return consumed;
+  }
+}
+
+asio::awaitable<Status> EmulatedDevice::Handshake() {
+  std::vector<uint8_t> chunk(kSocketReadChunk);
+  std::vector<uint8_t> batch;
+  while (true) {
+    // Also sends the alert of a failed handshake, as TlsSocket did.
+    const Status written = co_await WritePending(batch);
+    if (pump_->state() == client::PumpState::kFailed) co_return pump_->status();
+    if (!written.ok()) co_return written;
+    if (pump_->handshake_done()) co_return Status::Ok();
+    boost::system::error_code ec;
+    const size_t n = co_await socket_->async_read_some(asio::buffer(chunk),
+                                                       asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return Status::Aborted();
+    ConstByteSpan pending(chunk.data(), n);
+    while (!pending.empty()) {
+      size_t consumed = 0;
+      const Status st = pump_->OnReceived(pending, NowMicros(), &consumed);
+      pending = pending.subspan(consumed);
+      if (!st.ok()) break;  // the top of the loop sends any alert and returns
+      if (!pending.empty()) {
+        const Status flushed = co_await WritePending(batch);
+        if (!flushed.ok()) co_return flushed;
+      }
+    }
+  }
+}
+
+void EmulatedDevice::CloseSocket() {
+  if (!socket_) return;
+  boost::system::error_code ignored;
+  socket_->shutdown(tcp::socket::shutdown_both, ignored);
+  socket_->close(ignored);
+}
+
+std::string EmulatedDevice::PumpError(const char* what, Status status) const {
+  if (pump_ && pump_->failure_layer() == client::PumpLayer::kSession) {
+    return std::string("session: ") + status.str() + " " + session_->last_error();
+  }
+  return std::string(what) + ": " + status.str();
 }
 
 void EmulatedDevice::NoteProgress() {

@@ -1,8 +1,9 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // EmulatedDevice: one graph node running the real device SDK: its own
-// credentials and DRBG, its own TLS connection (tls::TlsEndpoint through
-// TlsSocket), a device::DeviceSession and the roles it serves. Only its own
+// credentials and DRBG, its own TLS connection (a tls::TlsEndpoint and a
+// device::DeviceSession joined by the SDK's client::DevicePump) and the
+// roles it serves. Only its own
 // neighbour list is given to it. Three coroutines on its strand: reader,
 // writer and a poll timer; reconnects with its resume token if the
 // connection breaks.
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "nodefl/client/device_pump.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/fedwalk/hct_role.h"
 #include "nodefl/fedwalk/histogram_role.h"
@@ -32,9 +34,9 @@
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/echo/neighbour_echo.h"
-#include "nodefl/host/net/tls_socket.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/tls/credentials.h"
+#include "nodefl/tls/endpoint.h"
 
 namespace nodefl::emulator {
 
@@ -177,6 +179,13 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   asio::awaitable<void> Reader();
   asio::awaitable<void> Writer();
   asio::awaitable<void> Poller();
+  // The pump's ciphertext side over the socket: the handshake, and writing
+  // whatever the pump has pending.
+  asio::awaitable<Status> Handshake();
+  asio::awaitable<Status> WritePending(std::vector<uint8_t>& batch);
+  Status EnsurePump();
+  void CloseSocket();
+  std::string PumpError(const char* what, Status status) const;
   void Wake();
   uint64_t NowMicros() const;
   void Fail(const std::string& why);
@@ -192,7 +201,16 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   Drbg drbg_;
   tls::TlsCredentials credentials_;
   tls::TlsConfig tls_config_;
-  std::unique_ptr<host::net::TlsSocket> tls_;
+  // The connection: the socket (Asio) and, made at the first connect and
+  // reset for every later one, the SDK's TLS endpoint and the pump joining
+  // it to session_ (sans-IO).
+  std::unique_ptr<tcp::socket> socket_;
+  std::vector<uint8_t> tls_inbound_;
+  std::vector<uint8_t> tls_outbound_;
+  std::vector<uint8_t> plaintext_;
+  std::unique_ptr<tls::TlsEndpoint> endpoint_;
+  std::unique_ptr<client::DevicePump> pump_;
+  bool session_start_failed_ = false;
   std::vector<uint8_t> frame_buffer_;
   std::vector<uint8_t> output_buffer_;
   std::unique_ptr<device::DeviceSession> session_;
