@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "nodefl/host/net/tcp_stream.h"
 #include "nodefl/protocol/envelope_codec.h"
 #include "nodefl/protocol/limits.h"
 
@@ -36,9 +37,13 @@ StatusCode CodeForAttach(AttachStatus s) {
 }  // namespace
 
 Connection::Connection(ServerContext& context, tcp::socket socket, uint64_t connection_id)
+    : Connection(context, std::make_unique<host::net::TcpStream>(std::move(socket)), connection_id) {}
+
+Connection::Connection(ServerContext& context, std::unique_ptr<host::net::ByteStream> stream,
+                       uint64_t connection_id)
     : ctx_(context),
-      strand_(asio::make_strand(socket.get_executor())),
-      tls_(std::move(socket), TlsSocket::Buffers{}),
+      strand_(asio::make_strand(stream->get_executor())),
+      tls_(std::move(stream), TlsSocket::Buffers{}),
       wake_(strand_),
       deadline_timer_(strand_),
       id_(connection_id),

@@ -1,42 +1,34 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/host/net/tls_socket.h"
 
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
-
 #include <algorithm>
+
+#include "nodefl/host/net/tcp_stream.h"
 
 namespace nodefl::host::net {
 
-TlsSocket::TlsSocket(tcp::socket socket, const Buffers& buffers)
-    : socket_(std::move(socket)),
+TlsSocket::TlsSocket(std::unique_ptr<ByteStream> stream, const Buffers& buffers)
+    : stream_(std::move(stream)),
       inbound_(buffers.inbound),
       outbound_(buffers.outbound),
       read_scratch_(buffers.read_chunk) {}
+
+TlsSocket::TlsSocket(tcp::socket socket, const Buffers& buffers)
+    : TlsSocket(std::make_unique<TcpStream>(std::move(socket)), buffers) {}
 
 Status TlsSocket::Init(const tls::TlsConfig& config, const char* server_name) {
   return endpoint_.Init(config, ByteSpan(inbound_), ByteSpan(outbound_), server_name);
 }
 
-std::string TlsSocket::remote() const {
-  boost::system::error_code ec;
-  const auto ep = socket_.remote_endpoint(ec);
-  if (ec) return "?";
-  return ep.address().to_string() + ":" + std::to_string(ep.port());
-}
-
 asio::awaitable<Status> TlsSocket::ReadMoreCiphertext() {
   // Hand over what an earlier read left (the endpoint's buffer was full),
-  // otherwise read from the socket.
+  // otherwise read from the stream.
   if (read_scratch_begin_ == read_scratch_end_) {
-    boost::system::error_code ec;
-    const size_t n = co_await socket_.async_read_some(
-        asio::buffer(read_scratch_), asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return Status::Aborted();
-    bytes_in_ += n;
+    const Result<size_t> n = co_await stream_->ReadSome(ByteSpan(read_scratch_));
+    if (!n.ok()) co_return n.status();
+    bytes_in_ += *n;
     read_scratch_begin_ = 0;
-    read_scratch_end_ = n;
+    read_scratch_end_ = *n;
   }
   size_t consumed = 0;
   const Status fed = endpoint_.FeedCiphertext(
@@ -51,13 +43,11 @@ asio::awaitable<Status> TlsSocket::Flush() {
     const ConstByteSpan pending = endpoint_.PendingCiphertext();
     if (pending.empty()) co_return Status::Ok();
     // Copy out first: the endpoint may be used by the reader while this
-    // coroutine waits for the socket.
+    // coroutine waits for the stream.
     write_scratch_.assign(pending.begin(), pending.end());
     endpoint_.ConsumeCiphertext(pending.size());
-    boost::system::error_code ec;
-    co_await asio::async_write(socket_, asio::buffer(write_scratch_),
-                               asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return Status::Aborted();
+    const Status written = co_await stream_->WriteAll(ConstByteSpan(write_scratch_));
+    if (!written.ok()) co_return written;
     bytes_out_ += write_scratch_.size();
   }
 }
@@ -109,16 +99,12 @@ asio::awaitable<Status> TlsSocket::Write(ConstByteSpan data) {
 }
 
 asio::awaitable<void> TlsSocket::GracefulClose() {
-  if (socket_.is_open() && endpoint_.handshake_done() && endpoint_.CloseNotify().ok()) {
+  if (stream_->is_open() && endpoint_.handshake_done() && endpoint_.CloseNotify().ok()) {
     (void)co_await Flush();
   }
   Close();
 }
 
-void TlsSocket::Close() {
-  boost::system::error_code ignored;
-  socket_.shutdown(tcp::socket::shutdown_both, ignored);
-  socket_.close(ignored);
-}
+void TlsSocket::Close() { stream_->Close(); }
 
 }  // namespace nodefl::host::net

@@ -33,6 +33,7 @@
 
 #include "nodefl/server/core/delivery_target.h"
 #include "nodefl/server/net/server_context.h"
+#include "nodefl/host/net/byte_stream.h"
 #include "nodefl/host/net/tls_socket.h"
 #include "nodefl/protocol/envelope.pb.h"
 #include "nodefl/protocol/chunk.h"
@@ -49,6 +50,8 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   using Strand = asio::strand<asio::any_io_executor>;
 
   Connection(ServerContext& context, tcp::socket socket, uint64_t connection_id);
+  // Over any byte stream (tests use an in-memory one).
+  Connection(ServerContext& context, std::unique_ptr<host::net::ByteStream> stream, uint64_t connection_id);
   ~Connection() override;
 
   void Start();

@@ -1,12 +1,13 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
-// TlsSocket: drives a sans-IO tls::TlsEndpoint over a TCP socket with
-// Boost.Asio C++20 coroutines. The same class carries the server's
-// connections and every emulated device, so both sides run the SDK's TLS code.
+// TlsSocket: drives a sans-IO tls::TlsEndpoint over a byte stream (a TCP
+// socket, or an in-memory stream in tests; byte_stream.h) with Boost.Asio
+// C++20 coroutines. The same class carries the server's connections and test
+// clients, so both sides run the SDK's TLS code.
 //
 // Concurrency: all calls happen on one strand. After the handshake, one
 // coroutine reads (Read) and one writes (Write/Flush); only the writer
-// touches the socket's write side. Read never writes: if decrypting produced
+// touches the stream's write side. Read never writes: if decrypting produced
 // ciphertext (an alert), it calls the `on_ciphertext` hook so the owner can
 // wake its writer.
 #pragma once
@@ -26,6 +27,7 @@
 #include "nodefl/core/result.h"
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
+#include "nodefl/host/net/byte_stream.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/tls/endpoint.h"
 
@@ -37,7 +39,7 @@ using tcp = asio::ip::tcp;
 class TlsSocket {
  public:
   // Buffer sizes in bytes: the endpoint's inbound and outbound ciphertext
-  // buffers, and the socket read chunk. Any non-zero sizes work (MbedTLS
+  // buffers, and the stream read chunk. Any non-zero sizes work (MbedTLS
   // resumes partial records); nodefl frames are at most ~4.6 KiB, so a few
   // KiB each keeps a connection small without extra round trips.
   struct Buffers {
@@ -45,6 +47,8 @@ class TlsSocket {
     size_t outbound = 8192;
     size_t read_chunk = 4096;
   };
+  TlsSocket(std::unique_ptr<ByteStream> stream, const Buffers& buffers);
+  // Over a connected TCP socket (a TcpStream).
   TlsSocket(tcp::socket socket, const Buffers& buffers);
   TlsSocket(const TlsSocket&) = delete;
   TlsSocket& operator=(const TlsSocket&) = delete;
@@ -66,22 +70,21 @@ class TlsSocket {
   // Writes whatever ciphertext is pending (alerts, close_notify).
   asio::awaitable<Status> Flush();
 
-  // Sends close_notify (best effort) and shuts the socket down.
+  // Sends close_notify (best effort) and closes the stream.
   asio::awaitable<void> GracefulClose();
   // Immediate close: pending operations complete with an error.
   void Close();
 
   void set_on_ciphertext(std::function<void()> hook) { on_ciphertext_ = std::move(hook); }
   tls::TlsEndpoint& endpoint() { return endpoint_; }
-  tcp::socket& socket() { return socket_; }
-  std::string remote() const;  // "ip:port" or "?"
+  std::string remote() const { return stream_->remote(); }  // "ip:port" or "?" for TCP
   uint64_t bytes_in() const { return bytes_in_; }
   uint64_t bytes_out() const { return bytes_out_; }
 
  private:
   asio::awaitable<Status> ReadMoreCiphertext();
 
-  tcp::socket socket_;
+  std::unique_ptr<ByteStream> stream_;
   std::vector<uint8_t> inbound_;
   std::vector<uint8_t> outbound_;
   std::vector<uint8_t> read_scratch_;
