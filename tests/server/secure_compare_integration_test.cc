@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <ostream>
 #include <sstream>
 #include <thread>
 
@@ -168,6 +169,14 @@ struct Case {
   const char* peer_keys = "request";
 };
 
+// "karate_base_directory": the test's name and how GoogleTest prints the
+// case, the same in every build (by default it would print the struct's
+// bytes, pointers included, and CTest would name the test by them).
+std::string CaseName(const Case& c) {
+  return std::string(c.dataset) + "_" + c.mode + (std::string(c.peer_keys) == "directory" ? "_directory" : "");
+}
+void PrintTo(const Case& c, std::ostream* os) { *os << CaseName(c); }
+
 class SecureCompareFleetTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SecureCompareFleetTest, GreedyInitialisationEqualsThePlaintextRule) {
@@ -202,10 +211,7 @@ INSTANTIATE_TEST_SUITE_P(Datasets, SecureCompareFleetTest,
                          // extension mode each session's IKNP set-up runs 128 base OTs).
                          ::testing::Values(Case{"karate", "base", 120}, Case{"karate", "extension", 240},
                                            Case{"karate", "base", 120, "directory"}, Case{"cora", "base", 900}),
-                         [](const ::testing::TestParamInfo<Case>& param_info) {
-                           return std::string(param_info.param.dataset) + "_" + param_info.param.mode +
-                                  (std::string(param_info.param.peer_keys) == "directory" ? "_directory" : "");
-                         });
+                         [](const ::testing::TestParamInfo<Case>& param_info) { return CaseName(param_info.param); });
 
 }  // namespace
 }  // namespace nodefl::transport_test
