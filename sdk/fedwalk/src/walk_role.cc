@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "nodefl/config.h"
 #include "nodefl/core/little_endian.h"
 #include "nodefl/seal/seal.h"
 #include "nodefl/protocol/envelope_codec.h"
@@ -12,7 +13,7 @@ namespace {
 
 // Certificate requests in flight per device, as in the echo role: keeps the
 // server's answer queue and the device's verification work bounded.
-constexpr uint32_t kMaxOutstandingKeyRequests = 64;
+constexpr uint32_t kMaxOutstandingKeyRequests = NODEFL_MAX_OUTSTANDING_KEY_REQUESTS;
 
 bool SameParameters(const WalkParameters& a, const WalkParameters& b) {
   return a.mode == b.mode && a.length == b.length && a.p == b.p && a.epsilon == b.epsilon &&

@@ -33,6 +33,7 @@
 #include <cstdint>
 
 #include "nodefl/compare/comparison_session.h"
+#include "nodefl/config.h"
 #include "nodefl/core/span.h"
 #include "nodefl/crypto/rng.h"
 #include "nodefl/device/device_session.h"
@@ -48,9 +49,9 @@
 
 namespace nodefl::compare {
 
-inline constexpr uint32_t kCompareMaxOutstandingKeyRequests = 64;
+inline constexpr uint32_t kCompareMaxOutstandingKeyRequests = NODEFL_MAX_OUTSTANDING_KEY_REQUESTS;
 inline constexpr size_t kEarlyMessageBytes = 128;
-inline constexpr size_t kEarlyMessages = 8;
+inline constexpr size_t kEarlyMessages = NODEFL_COMPARE_EARLY_MESSAGES;
 // Sealed plaintext: session id (4) | comparison message.
 inline constexpr size_t kCompareMessageBytes = seal::kMaxSealPlaintextBytes - 4;
 

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nodefl/config.h"
 #include "nodefl/core/fixed_vector.h"
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
@@ -69,7 +70,7 @@ class DeviceSession {
   DeviceSession& operator=(const DeviceSession&) = delete;
 
   // Roles must outlive the session. At most kMaxRoles.
-  static constexpr size_t kMaxRoles = 8;
+  static constexpr size_t kMaxRoles = NODEFL_MAX_ROLES;
   Status AddRole(Role& role);
 
   // Queues Hello (first contact, or resume when a token is held).
@@ -126,7 +127,7 @@ class DeviceSession {
     uint64_t job_id;
     Role* role;
   };
-  static constexpr size_t kMaxActiveJobs = 8;
+  static constexpr size_t kMaxActiveJobs = NODEFL_MAX_ACTIVE_JOBS;
 
   Status HandleFrame(ConstByteSpan payload, uint64_t now_us);
   Status HandleEnvelope(uint64_t now_us);

@@ -28,6 +28,7 @@
 
 #include <cstdint>
 
+#include "nodefl/config.h"
 #include "nodefl/core/span.h"
 #include "nodefl/crypto/rng.h"
 #include "nodefl/device/device_session.h"
@@ -51,7 +52,7 @@ inline constexpr size_t kEchoParametersBytes = kEchoJobSaltBytes + 8;
 inline constexpr uint32_t kEchoMaxMessagesPerEdge = 1u << 20;
 // Certificate requests in flight per device: keeps the server's answer
 // queue and the device's verification work per moment bounded and fair.
-inline constexpr uint32_t kEchoMaxOutstandingKeyRequests = 64;
+inline constexpr uint32_t kEchoMaxOutstandingKeyRequests = NODEFL_MAX_OUTSTANDING_KEY_REQUESTS;
 
 struct EchoPeer {
   uint32_t id = 0;

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 
+#include "nodefl/config.h"
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
 
@@ -35,7 +36,7 @@ namespace nodefl::tls {
 // PEM input without a terminating NUL is copied to a stack buffer of this
 // size to add one (MbedTLS's PEM parser needs it). Larger PEM input must
 // include the NUL, or be passed as DER.
-inline constexpr size_t kMaxPemCopyBytes = 4096;
+inline constexpr size_t kMaxPemCopyBytes = NODEFL_MAX_PEM_COPY_BYTES;
 
 // The X.509 rules nodefl applies to every certificate it verifies (TLS and
 // seal): ECDSA with SHA-256 or SHA-384 signatures, P-256 keys only.
