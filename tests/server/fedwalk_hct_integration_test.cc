@@ -17,6 +17,7 @@
 #include <iterator>
 #include <numeric>
 
+#include "nodefl/server/jobs/fedwalk_kind.h"
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/server/fedwalk/hct/codebook.h"
 #include "nodefl/server/fedwalk/hct/hct_tree.h"
@@ -67,7 +68,7 @@ void RunKarate(KarateFleet& f, const std::string& job, const std::string& mode,
   f.out = f.deployment->dir() / "out";
   server::ServerConfig config = f.deployment->BaseConfig();
   config.job = job;
-  config.fedwalk_mode = mode;
+  server::jobs::Options<server::jobs::FedWalkJobConfig>(config).mode = mode;
   config.job_quorum = g.num_nodes;
   config.exit_after_jobs = 1;
   config.job_round_deadline_ms = 10000;
@@ -227,9 +228,9 @@ TEST_P(FedWalkKarateTest, WalksCompleteAndEmbeddingsAreWritten) {
   const std::string mode = GetParam();
   KarateFleet f;
   RunKarate(f, "fedwalk", mode, [](server::ServerConfig& c) {
-    c.fedwalk_walks_per_vertex = 20;
-    c.fedwalk_walk_timeout_ms = 20000;
-    c.fedwalk_seed = 5;
+    server::jobs::Options<server::jobs::FedWalkJobConfig>(c).walks_per_vertex = 20;
+    server::jobs::Options<server::jobs::FedWalkJobConfig>(c).walk_timeout_ms = 20000;
+    server::jobs::Options<server::jobs::FedWalkJobConfig>(c).seed = 5;
   });
   if (HasFatalFailure()) return;
   const std::string log = f.server->LogText();

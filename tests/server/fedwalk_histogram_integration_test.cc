@@ -17,6 +17,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "nodefl/server/jobs/fedwalk_kind.h"
 #include "nodefl/emulator/emulated_device.h"
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/protocol/fedwalk/histogram_format.h"
@@ -54,15 +55,15 @@ void RunStrictKarate(Fleet& f, const std::function<void(server::ServerConfig&)>&
   f.out = f.deployment->dir() / "out";
   server::ServerConfig config = f.deployment->BaseConfig();
   config.job = "fedwalk";
-  config.fedwalk_mode = "strict";
+  server::jobs::Options<server::jobs::FedWalkJobConfig>(config).mode = "strict";
   config.job_quorum = g.num_nodes;
   config.exit_after_jobs = 1;
   config.job_round_deadline_ms = 10000;
   config.output_dir = f.out.string();
   config.compute_threads = 2;
-  config.fedwalk_walks_per_vertex = 10;
-  config.fedwalk_dim = 16;
-  config.fedwalk_seed = 3;
+  server::jobs::Options<server::jobs::FedWalkJobConfig>(config).walks_per_vertex = 10;
+  server::jobs::Options<server::jobs::FedWalkJobConfig>(config).dim = 16;
+  server::jobs::Options<server::jobs::FedWalkJobConfig>(config).seed = 3;
   tune(config);
   const server::ConfigStatus valid = server::ValidateConfig(config);
   ASSERT_TRUE(valid.ok) << valid.message;
@@ -146,7 +147,7 @@ std::string PositiveCells(Span<const int32_t> cells, const std::vector<uint16_t>
 
 TEST(FedWalkStrictKarateTest, OneReleasePerDeviceServerSideWalksAndNothingBetweenDevices) {
   Fleet f;
-  RunStrictKarate(f, [](server::ServerConfig& c) { c.fedwalk_strict_epsilon = 4; });
+  RunStrictKarate(f, [](server::ServerConfig& c) { server::jobs::Options<server::jobs::FedWalkJobConfig>(c).strict_epsilon = 4; });
   if (HasFatalFailure()) return;
   const std::string log = f.server->LogText();
   EXPECT_TRUE(LogHasLine(log, "job_finished",
@@ -191,9 +192,9 @@ TEST(FedWalkStrictKarateTest, OneReleasePerDeviceServerSideWalksAndNothingBetwee
 TEST(FedWalkStrictKarateTest, TheRefinedPartitionSpendsTwoReleasesWithinTheTotal) {
   Fleet f;
   RunStrictKarate(f, [](server::ServerConfig& c) {
-    c.fedwalk_strict_epsilon = 6;
-    c.fedwalk_strict_partition = "refined";
-    c.fedwalk_strict_clusters = 4;
+    server::jobs::Options<server::jobs::FedWalkJobConfig>(c).strict_epsilon = 6;
+    server::jobs::Options<server::jobs::FedWalkJobConfig>(c).strict_partition = "refined";
+    server::jobs::Options<server::jobs::FedWalkJobConfig>(c).strict_clusters = 4;
   });
   if (HasFatalFailure()) return;
   const std::string log = f.server->LogText();

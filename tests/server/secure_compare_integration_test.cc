@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "nodefl/server/jobs/secure_compare_kind.h"
 #include "nodefl/compare/compare_role.h"
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/emulator/emulated_device.h"
@@ -71,7 +72,7 @@ void RunFleet(Fleet& f, const std::string& dataset_name, const std::function<voi
   config.heartbeat_interval_ms = 30000;
   // Thousands of sessions share the test's one emulator thread, so each
   // takes about as long as the whole round.
-  config.compare_session_timeout_ms = static_cast<uint32_t>(timeout.count());
+  server::jobs::Options<server::jobs::SecureCompareJobConfig>(config).session_timeout_ms = static_cast<uint32_t>(timeout.count());
   if (tune) tune(config);
   const server::ConfigStatus valid = server::ValidateConfig(config);
   ASSERT_TRUE(valid.ok) << valid.message;
@@ -89,7 +90,7 @@ void RunFleet(Fleet& f, const std::string& dataset_name, const std::function<voi
   f.fleet.job = "secure-compare";
   f.fleet.vertex_count = g.num_nodes;
   f.fleet.shared_pair_keys = &f.shared_keys;
-  f.fleet.compare_contexts = config.compare_max_sessions;
+  f.fleet.compare_contexts = server::jobs::Options<server::jobs::SecureCompareJobConfig>(config).max_sessions;
   for (uint32_t v = 0; v < g.num_nodes; ++v) {
     emulator::DeviceSetup setup;
     setup.id = v;
@@ -185,7 +186,7 @@ TEST_P(SecureCompareFleetTest, GreedyInitialisationEqualsThePlaintextRule) {
   RunFleet(
       f, c.dataset,
       [&](server::ServerConfig& config) {
-        config.compare_mode = c.mode;
+        server::jobs::Options<server::jobs::SecureCompareJobConfig>(config).mode = c.mode;
         config.peer_keys = c.peer_keys;
       },
       milliseconds(c.timeout_s * 1000));

@@ -6,7 +6,9 @@
 // equal Lumos's rule; pacing holds on the devices' side; aborted and
 // disputed sessions keep their edge on both sides; a device silent in
 // round 1 is recorded missed and its edges are never started.
+#include "nodefl/server/jobs/job_catalog.h"
 #include "nodefl/server/jobs/secure_compare_job.h"
+#include "nodefl/server/jobs/secure_compare_kind.h"
 
 #include <gtest/gtest.h>
 
@@ -486,15 +488,16 @@ TEST(SecureCompareJobTest, ASilentSessionTimesOutAndEndsTheRound) {
 }
 
 TEST(SecureCompareJobTest, FactoryAndConfigBuildTheStage) {
-  EXPECT_EQ(JobStages("secure-compare"), std::vector<std::string>{"secure-compare"});
-  ServerConfig config = DefaultServerConfig();
+  ServerConfig config = DefaultServerConfigWithJobs();
   config.tls_ca_cert = config.tls_server_cert = config.tls_server_key = config.credentials_dir = "x";
   config.job = "secure-compare";
-  config.compare_width = 12;
-  config.compare_mode = "extension";
-  config.compare_value = "degree";
-  config.compare_results_public = "false";
-  config.compare_max_sessions = 3;
+  EXPECT_EQ(JobStages(config), std::vector<std::string>{"secure-compare"});
+  SecureCompareJobConfig& compare = jobs::Options<SecureCompareJobConfig>(config);
+  compare.width = 12;
+  compare.mode = "extension";
+  compare.value = "degree";
+  compare.results_public = false;
+  compare.max_sessions = 3;
   EXPECT_TRUE(ValidateConfig(config).ok) << ValidateConfig(config).message;
   std::unique_ptr<Job> job = MakeJob(config, "secure-compare", 4, {3, 1, 2});
   ASSERT_NE(job, nullptr);
@@ -524,14 +527,18 @@ TEST(SecureCompareJobTest, FactoryAndConfigBuildTheStage) {
         std::tuple{"compare_mode", "fast", "compare_mode: 'fast' is not base or extension"},
         std::tuple{"compare_value", "age", "compare_value: 'age' is not log-degree or degree"},
         std::tuple{"compare_max_sessions", "0", "compare_max_sessions: 0 is outside 1..65535"},
-        std::tuple{"compare_session_timeout_ms", "0", "compare_session_timeout_ms: must be at least 1"},
-        std::tuple{"compare_results_public", "yes", "compare_results_public: 'yes' is not true or false"}}) {
+        std::tuple{"compare_session_timeout_ms", "0", "compare_session_timeout_ms: must be at least 1"}}) {
     ServerConfig bad = config;
     ASSERT_TRUE(SetConfigValue(bad, key, value).ok) << key;
     const ConfigStatus status = ValidateConfig(bad);
     EXPECT_FALSE(status.ok) << key;
     EXPECT_EQ(status.message, message);
   }
+  // A boolean now: anything but true/false is refused when parsed.
+  ServerConfig bad = config;
+  const ConfigStatus not_bool = SetConfigValue(bad, "compare_results_public", "yes");
+  EXPECT_FALSE(not_bool.ok);
+  EXPECT_EQ(not_bool.message, "compare_results_public: 'yes' is not true or false");
 }
 
 }  // namespace

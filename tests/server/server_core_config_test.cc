@@ -248,26 +248,13 @@ TEST(ServerConfigValidate, RejectsBadCombinationsWithTheKeyNamed) {
   }
 }
 
-// FedWalk's optional Eq. 10 clip: 0 (none, the paper's score) by default,
-// else a positive bound; the help says what it does.
-TEST(ServerConfigValidate, FedWalkScoreClipIsZeroOrAPositiveBound) {
+// Without job options installed, `job` names nothing but "none".
+TEST(ServerConfigValidate, JobNeedsARegisteredKind) {
   ServerConfig config = ValidBase();
-  EXPECT_EQ(config.fedwalk_score_clip, 0.0);
-  EXPECT_TRUE(ValidateConfig(config).ok);
-  ASSERT_TRUE(Flags({"--fedwalk_score_clip", "250.5"}, config).ok);
-  EXPECT_EQ(config.fedwalk_score_clip, 250.5);
-  EXPECT_TRUE(ValidateConfig(config).ok);
-  for (double bad : {-1.0, 1e-9, 1e13, std::numeric_limits<double>::infinity(), std::nan("")}) {
-    config.fedwalk_score_clip = bad;
-    const ConfigStatus status = ValidateConfig(config);
-    EXPECT_FALSE(status.ok) << bad;
-    EXPECT_NE(status.message.find("fedwalk_score_clip: must be 0 (no clip)"), std::string::npos) << status.message;
-  }
-  const std::string help = ConfigHelpText();
-  EXPECT_NE(help.find("--fedwalk_score_clip "), std::string::npos);
-  EXPECT_NE(help.find("[-B, 0]"), std::string::npos);
-  // The IKNP mode's help says it is semi-honest only.
-  EXPECT_NE(help.find("semi-honest"), std::string::npos);
+  config.job = "fedwalk";
+  const ConfigStatus status = ValidateConfig(config);
+  EXPECT_FALSE(status.ok);
+  EXPECT_NE(status.message.find("job: 'fedwalk' is not a known job"), std::string::npos) << status.message;
 }
 
 TEST_F(ConfigFileTest, FormatConfigRoundTripsThroughAFile) {

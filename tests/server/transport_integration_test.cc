@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "nodefl/server/jobs/neighbour_echo_kind.h"
 #include "nodefl/crypto/rng.h"
 #include "nodefl/emulator/emulated_device.h"
 #include "nodefl/host/dataset/graph_dataset.h"
@@ -684,7 +685,7 @@ TEST(NeighbourEchoKarateTest, EveryDeviceReceivesEveryNeighbourMessageIntact) {
   config.job = "neighbour-echo";
   config.job_quorum = g.num_nodes;
   config.exit_after_jobs = 1;
-  config.job_messages_per_edge = 1;  // one sealed message per directed edge: 2 x 78 = 156
+  server::jobs::Options<server::jobs::NeighbourEchoJobConfig>(config).messages_per_edge = 1;  // one sealed message per directed edge: 2 x 78 = 156
   config.job_round_deadline_ms = 8000;  // a stuck run fails instead of waiting minutes
   const server::ConfigStatus valid = server::ValidateConfig(config);
   ASSERT_TRUE(valid.ok) << valid.message;

@@ -12,6 +12,7 @@
 
 #include "nodefl/crypto/rng.h"
 #include "nodefl/protocol/envelope_codec.h"
+#include "nodefl/server/jobs/job_catalog.h"
 #include "nodefl/protocol/limits.h"
 
 namespace nodefl::transport_test {
@@ -110,7 +111,7 @@ const testing::TestIdentity& TestDeployment::device(uint32_t device_id) const {
 }
 
 server::ServerConfig TestDeployment::BaseConfig() const {
-  server::ServerConfig c = server::DefaultServerConfig();
+  server::ServerConfig c = server::jobs::DefaultServerConfigWithJobs();
   c.listen_address = "127.0.0.1";
   c.listen_port = 0;
   c.tls_ca_cert = (dir_ / "ca.crt").string();

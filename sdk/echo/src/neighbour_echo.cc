@@ -101,23 +101,10 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
       return Status::Ok();
     }
     const ConstByteSpan params = protocol::BytesOf(start.parameters);
-    if (params.size() != kEchoJobSaltBytes && params.size() != kEchoParametersBytes) {
-      return Status::InvalidArgument();
-    }
-    messages_per_edge_ = 1;
-    payload_bytes_ = kEchoHeaderBytes;
-    if (params.size() == kEchoParametersBytes) {
-      auto load = [&params](size_t at) {
-        return uint32_t{params[at]} | uint32_t{params[at + 1]} << 8 | uint32_t{params[at + 2]} << 16 |
-               uint32_t{params[at + 3]} << 24;
-      };
-      messages_per_edge_ = load(kEchoJobSaltBytes);
-      payload_bytes_ = load(kEchoJobSaltBytes + 4);
-      if (messages_per_edge_ == 0 || messages_per_edge_ > kEchoMaxMessagesPerEdge ||
-          payload_bytes_ < kEchoHeaderBytes || payload_bytes_ > seal::kMaxSealPlaintextBytes) {
-        return Status::InvalidArgument();
-      }
-    }
+    const Result<EchoParameters> decoded = DecodeEchoParameters(params);
+    if (!decoded.ok()) return decoded.status();
+    messages_per_edge_ = decoded->messages_per_edge;
+    payload_bytes_ = decoded->payload_bytes;
     // A fresh ephemeral key, and with it fresh counters and windows below.
     const Status keyed = job_key_.Begin(message.job_id, params.first(kEchoJobSaltBytes), random_, random_context_);
     if (!keyed.ok()) {

@@ -13,9 +13,29 @@
 namespace nodefl::server {
 namespace {
 
-using config_internal::FindKey;
 using config_internal::Keys;
 using config_internal::KeySpec;
+
+// A key is the server's own (spec) or option `index` of a job's group.
+struct KeyRef {
+  const KeySpec* spec = nullptr;
+  OptionGroup* group = nullptr;
+  size_t index = 0;
+  explicit operator bool() const { return spec != nullptr || group != nullptr; }
+};
+
+KeyRef FindKey(ServerConfig& config, std::string_view name) {
+  for (const KeySpec& key : Keys()) {
+    if (key.name == name) return {&key, nullptr, 0};
+  }
+  for (size_t g = 0; g < config.job_options.size(); ++g) {
+    OptionGroup& group = config.job_options[g];
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (group.key(i) == name) return {nullptr, &group, i};
+    }
+  }
+  return {};
+}
 
 std::string_view Trim(std::string_view s) {
   const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
@@ -55,9 +75,10 @@ ServerConfig DefaultServerConfig() {
 }
 
 ConfigStatus SetConfigValue(ServerConfig& config, std::string_view key, std::string_view value) {
-  const KeySpec* spec = FindKey(key);
-  if (spec == nullptr) return ConfigStatus::Error("unknown key '" + std::string(key) + "'");
-  std::string problem = config_internal::ParseInto(*spec, value, config);
+  const KeyRef ref = FindKey(config, key);
+  if (!ref) return ConfigStatus::Error("unknown key '" + std::string(key) + "'");
+  const std::string problem = ref.spec != nullptr ? ParseOption(*ref.spec, value, config)
+                                                  : ref.group->Set(ref.index, value);
   if (!problem.empty()) return ConfigStatus::Error(std::string(key) + ": " + problem);
   return ConfigStatus::Ok();
 }
@@ -78,7 +99,7 @@ ConfigStatus LoadConfigFile(const std::filesystem::path& path, ServerConfig& con
     const std::string_view key = Trim(line.substr(0, eq));
     const std::string_view value = Unquote(Trim(line.substr(eq + 1)));
     if (key.empty()) return ConfigStatus::Error(where + "missing key before '='");
-    if (FindKey(key) == nullptr) {
+    if (!FindKey(config, key)) {
       return ConfigStatus::Error(where + "unknown key '" + std::string(key) + "'");
     }
     // A key set twice in one file is almost always an editing mistake.
@@ -110,7 +131,7 @@ ConfigStatus ApplyFlags(int argc, const char* const* argv, ServerConfig& config)
       status.help_requested = true;
       return status;
     }
-    if (flag.name != "config" && FindKey(flag.name) == nullptr) {
+    if (flag.name != "config" && !FindKey(config, flag.name)) {
       return ConfigStatus::Error("--" + flag.name + ": unknown flag (see --help)");
     }
     if (eq != std::string_view::npos) {
@@ -156,86 +177,15 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
     return fail("credentials_dir", "required (folder of device-<id>.crt files)");
   }
   if (c.max_devices == 0) return fail("max_devices", "must be at least 1");
-  if (c.job != "none" && c.job != "neighbour-echo" && c.job != "fedwalk-hct" && c.job != "fedwalk" &&
-      c.job != "fedwalk-histograms" && c.job != "secure-compare") {
-    return fail("job", "'" + c.job +
-                           "' is not a known job (none, neighbour-echo, fedwalk-hct, fedwalk, fedwalk-histograms, "
-                           "secure-compare)");
+  if (c.job != "none") {
+    bool known = false;
+    for (size_t g = 0; g < c.job_options.size() && !known; ++g) known = c.job_options[g].ProvidesJob(c.job);
+    if (!known) return fail("job", "'" + c.job + "' is not a known job (see --help)");
   }
   if (c.job_round_deadline_ms == 0) return fail("job_round_deadline_ms", "must be at least 1");
-  if (c.job_messages_per_edge == 0 || c.job_messages_per_edge > (1u << 20)) {
-    return fail("job_messages_per_edge", "must be 1..1048576");
-  }
-  if (c.job_payload_bytes < 56 || c.job_payload_bytes > 4064) {
-    return fail("job_payload_bytes", std::to_string(c.job_payload_bytes) + " is outside 56..4064");
-  }
   if (c.max_upload_bytes == 0) return fail("max_upload_bytes", "must be at least 1");
-  if (c.fedwalk_mode != "strict" && c.fedwalk_mode != "paper") {
-    return fail("fedwalk_mode", "'" + c.fedwalk_mode + "' is not strict or paper");
-  }
-  if (c.fedwalk_bins > 16) return fail("fedwalk_bins", std::to_string(c.fedwalk_bins) + " is above 16");
-  if (c.fedwalk_buckets < 2 || c.fedwalk_buckets > 24) {
-    return fail("fedwalk_buckets", std::to_string(c.fedwalk_buckets) + " is outside 2..24");
-  }
-  for (const auto& [key, value] : {std::pair{"fedwalk_epsilon_bins", c.fedwalk_epsilon_bins},
-                                   std::pair{"fedwalk_epsilon_upload", c.fedwalk_epsilon_upload},
-                                   std::pair{"fedwalk_epsilon_walk", c.fedwalk_epsilon_walk}}) {
-    // Discrete Laplace needs a representable scale; 1e-3..1e3 is far wider
-    // than any meaningful privacy budget.
-    if (!(value >= 1e-3 && value <= 1e3)) return fail(key, "must be a number in 0.001..1000");
-  }
-  if (c.fedwalk_codebook_k == 0 || c.fedwalk_codebook_k > 1024) {
-    return fail("fedwalk_codebook_k", "must be 1..1024");
-  }
-  if (c.fedwalk_linkage != "average" && c.fedwalk_linkage != "complete" && c.fedwalk_linkage != "single") {
-    return fail("fedwalk_linkage", "'" + c.fedwalk_linkage + "' is not average, complete or single");
-  }
-  if (c.fedwalk_encoder != "auto" && c.fedwalk_encoder != "raw" && c.fedwalk_encoder != "scaled") {
-    return fail("fedwalk_encoder", "'" + c.fedwalk_encoder + "' is not auto, raw or scaled");
-  }
-  // 0 or a bound well inside double's range: the codebook scales by 1/(2B).
-  if (!(c.fedwalk_score_clip == 0 || (c.fedwalk_score_clip >= 1e-6 && c.fedwalk_score_clip <= 1e12))) {
-    return fail("fedwalk_score_clip", "must be 0 (no clip) or a number in 0.000001..1e12");
-  }
-  if (c.fedwalk_walk_length < 2 || c.fedwalk_walk_length > 1000) return fail("fedwalk_walk_length", "must be 2..1000");
-  if (c.fedwalk_walks_per_vertex == 0) return fail("fedwalk_walks_per_vertex", "must be at least 1");
-  if (!(c.fedwalk_p >= 0 && c.fedwalk_p <= 1)) return fail("fedwalk_p", "must be a number in 0..1");
-  if (c.fedwalk_walk_timeout_ms == 0) return fail("fedwalk_walk_timeout_ms", "must be at least 1");
-  if (c.fedwalk_dim == 0 || c.fedwalk_dim > 4096) return fail("fedwalk_dim", "must be 1..4096");
-  if (c.fedwalk_window == 0) return fail("fedwalk_window", "must be at least 1");
-  if (c.fedwalk_negative == 0) return fail("fedwalk_negative", "must be at least 1");
-  if (!(c.fedwalk_strict_epsilon >= 1e-3 && c.fedwalk_strict_epsilon <= 1e3)) {
-    return fail("fedwalk_strict_epsilon", "must be a number in 0.001..1000");
-  }
-  if (c.fedwalk_strict_partition != "random" && c.fedwalk_strict_partition != "refined") {
-    return fail("fedwalk_strict_partition", "'" + c.fedwalk_strict_partition + "' is not random or refined");
-  }
-  if (c.fedwalk_strict_clusters > 65535) return fail("fedwalk_strict_clusters", "must be 0..65535");
-  if (c.fedwalk_strict_walk_rule != "reciprocal" && c.fedwalk_strict_walk_rule != "direct") {
-    return fail("fedwalk_strict_walk_rule", "'" + c.fedwalk_strict_walk_rule + "' is not reciprocal or direct");
-  }
-  // The same limits the devices apply (sdk/compare comparison_plan.h, compare_job_format.h).
-  if (c.compare_width < 1 || c.compare_width > 32) {
-    return fail("compare_width", std::to_string(c.compare_width) + " is outside 1..32");
-  }
-  if (c.compare_digit_bits > 8) {
-    return fail("compare_digit_bits", std::to_string(c.compare_digit_bits) + " is outside 0..8");
-  }
   if (c.peer_keys != "request" && c.peer_keys != "directory") {
     return fail("peer_keys", "'" + c.peer_keys + "' is not request or directory");
-  }
-  if (c.compare_mode != "base" && c.compare_mode != "extension") {
-    return fail("compare_mode", "'" + c.compare_mode + "' is not base or extension");
-  }
-  if (c.compare_value != "log-degree" && c.compare_value != "degree") {
-    return fail("compare_value", "'" + c.compare_value + "' is not log-degree or degree");
-  }
-  if (c.compare_max_sessions == 0 || c.compare_max_sessions > 65535) {
-    return fail("compare_max_sessions", std::to_string(c.compare_max_sessions) + " is outside 1..65535");
-  }
-  if (c.compare_session_timeout_ms == 0) return fail("compare_session_timeout_ms", "must be at least 1");
-  if (c.compare_results_public != "true" && c.compare_results_public != "false") {
-    return fail("compare_results_public", "'" + c.compare_results_public + "' is not true or false");
   }
   if (c.idle_timeout_ms == 0) return fail("idle_timeout_ms", "must be at least 1");
   if (c.heartbeat_interval_ms == 0) return fail("heartbeat_interval_ms", "must be at least 1");
@@ -269,13 +219,20 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
   if (c.threads == 0 || c.threads > kMaxThreads) {
     return fail("threads", std::to_string(c.threads) + " is outside 1.." + std::to_string(kMaxThreads));
   }
+  for (size_t g = 0; g < c.job_options.size(); ++g) {
+    const std::string problem = c.job_options[g].Validate(c);
+    if (!problem.empty()) return ConfigStatus::Error(problem);
+  }
   return ConfigStatus::Ok();
 }
 
-std::string ConfigHelpText() {
-  const ServerConfig defaults = DefaultServerConfig();
+std::string ConfigHelpText(const ServerConfig& defaults) {
   size_t width = std::string_view("--config FILE").size();
   for (const KeySpec& key : Keys()) width = std::max(width, key.name.size() + 2);
+  for (size_t g = 0; g < defaults.job_options.size(); ++g) {
+    const OptionGroup& group = defaults.job_options[g];
+    for (size_t i = 0; i < group.size(); ++i) width = std::max(width, group.key(i).size() + 2);
+  }
   const auto row = [&](std::string_view left, std::string_view help, const std::string& def) {
     std::string line = "  ";
     line += left;
@@ -290,21 +247,33 @@ std::string ConfigHelpText() {
   text += row("--config FILE", "load keys from FILE first", "");
   text += row("--help", "print this help and exit", "");
   for (const KeySpec& key : Keys()) {
-    const std::string def = config_internal::FormatValue(key, defaults);
+    const std::string def = FormatOption(key, defaults);
     // Keys without a default are the required paths; their help says so.
     text += row("--" + std::string(key.name), key.help, def);
+  }
+  for (size_t g = 0; g < defaults.job_options.size(); ++g) {
+    const OptionGroup& group = defaults.job_options[g];
+    for (size_t i = 0; i < group.size(); ++i) {
+      text += row("--" + std::string(group.key(i)), group.help(i), group.Default(i));
+    }
   }
   return text;
 }
 
+std::string ConfigHelpText() { return ConfigHelpText(DefaultServerConfig()); }
+
 std::string FormatConfig(const ServerConfig& config) {
   std::string text;
-  for (const KeySpec& key : Keys()) {
-    const std::string value = config_internal::FormatValue(key, config);
+  const auto line = [&text](std::string_view key, const std::string& value) {
     // Trim() would eat edge whitespace and Unquote() a leading quote pair.
     const auto edge = [](char c) { return c == ' ' || c == '\t' || c == '"'; };
     const bool needs_quotes = !value.empty() && (edge(value.front()) || edge(value.back()));
-    text += std::string(key.name) + " = " + (needs_quotes ? "\"" + value + "\"" : value) + "\n";
+    text += std::string(key) + " = " + (needs_quotes ? "\"" + value + "\"" : value) + "\n";
+  };
+  for (const KeySpec& key : Keys()) line(key.name, FormatOption(key, config));
+  for (size_t g = 0; g < config.job_options.size(); ++g) {
+    const OptionGroup& group = config.job_options[g];
+    for (size_t i = 0; i < group.size(); ++i) line(group.key(i), group.Get(i));
   }
   return text;
 }

@@ -8,12 +8,13 @@
 
 #include "nodefl/server/core/config.h"
 #include "nodefl/server/core/log.h"
+#include "nodefl/server/jobs/job_catalog.h"
 #include "nodefl/host/net/process_limits.h"
 #include "nodefl/server/net/server.h"
 
 int main(int argc, char** argv) {
   using namespace nodefl::server;
-  ServerConfig config = DefaultServerConfig();
+  ServerConfig config = jobs::DefaultServerConfigWithJobs();
   const ConfigStatus parsed = ApplyFlags(argc, argv, config);
   if (parsed.help_requested) {
     std::printf(
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
         "(certificates issued by nodefl-ca), register, exchange end-to-end sealed messages\n"
         "through the relay, and take part in jobs. Stops cleanly on SIGINT/SIGTERM.\n\n"
         "Every key can be set in the config file (key = value) or as a flag:\n\n%s",
-        ConfigHelpText().c_str());
+        jobs::JobsHelpText(jobs::DefaultServerConfigWithJobs()).c_str());
     return 0;
   }
   if (!parsed.ok) {

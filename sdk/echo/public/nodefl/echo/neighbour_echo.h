@@ -36,20 +36,13 @@
 #include "nodefl/protocol/peer_directory.h"
 #include "nodefl/roles/job_key_announcer.h"
 #include "nodefl/seal/pair_keys.h"
+#include "nodefl/protocol/echo/job_format.h"
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/tls/credentials.h"
 
 namespace nodefl::echo {
 
-// JobStart.parameters of the echo job (round 1):
-//   salt (16 bytes): random, from the server; bound into the job keys (their
-//     uniqueness comes from the devices' ephemeral keys, seal/job_keys.h);
-//   optionally messages_per_edge (u32 LE, default 1) and payload_bytes
-//     (u32 LE, default kEchoHeaderBytes): the benchmark's load knobs.
-inline constexpr size_t kEchoJobSaltBytes = 16;
-inline constexpr size_t kEchoHeaderBytes = 56;
-inline constexpr size_t kEchoParametersBytes = kEchoJobSaltBytes + 8;
-inline constexpr uint32_t kEchoMaxMessagesPerEdge = 1u << 20;
+// JobStart.parameters and the message layout: protocol/echo/job_format.h.
 // Certificate requests in flight per device: keeps the server's answer
 // queue and the device's verification work per moment bounded and fair.
 inline constexpr uint32_t kEchoMaxOutstandingKeyRequests = NODEFL_MAX_OUTSTANDING_KEY_REQUESTS;

@@ -44,6 +44,10 @@ inline constexpr size_t kMaxPeerKeyRequestIds = 32;     // PeerKeyRequest.device
 inline constexpr size_t kMaxCertificateDerBytes = 1024; // PeerCertificate.certificate_der
 inline constexpr size_t kJobKeyBytes = 65;              // JobKey.public_key, PeerCertificate.job_key
 inline constexpr size_t kMaxSealedBytes = 4096;         // RelaySend/RelayDeliver.sealed
+// A sealed payload (sdk/seal) is key id (8) | counter (8) | AES-GCM
+// ciphertext | tag (16): the largest plaintext two devices can exchange.
+inline constexpr size_t kSealedOverheadBytes = 8 + 8 + 16;
+inline constexpr size_t kMaxSealedPlaintextBytes = kMaxSealedBytes - kSealedOverheadBytes;
 inline constexpr size_t kMaxJobParametersBytes = 256;   // JobStart.parameters
 inline constexpr size_t kSha256Bytes = 32;              // ChunkHeader.sha256
 inline constexpr size_t kMaxChunkDataBytes = 4096;      // Chunk.data

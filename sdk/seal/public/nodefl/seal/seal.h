@@ -58,6 +58,7 @@ inline constexpr size_t kSealOverheadBytes = kSealKeyIdBytes + kSealCounterBytes
 // The bound of nodefl.wire.RelaySend.sealed / RelayDeliver.sealed.
 inline constexpr size_t kMaxSealedBytes = protocol::kMaxSealedBytes;
 inline constexpr size_t kMaxSealPlaintextBytes = kMaxSealedBytes - kSealOverheadBytes;
+static_assert(kSealOverheadBytes == protocol::kSealedOverheadBytes, "the contract's sealed layout");
 
 struct SealHeader {
   uint32_t src = 0;     // the sealing device

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "nodefl/server/core/log.h"
+#include "nodefl/server/core/option_table.h"
 
 namespace nodefl::server {
 
@@ -67,15 +68,11 @@ struct ServerConfig {
   // Jobs. The server starts `job` once `job_quorum` devices are online
   // (0: every device with credentials) or `job_wait_ms` after the first
   // device registered (0: wait for the quorum), with the devices online then.
-  std::string job = "none";  // none | neighbour-echo | fedwalk-hct | fedwalk | fedwalk-histograms | secure-compare
+  std::string job = "none";  // none, or a job of server/jobs/job_catalog.h
   uint32_t job_quorum = 0;
   uint32_t job_wait_ms = 0;
   uint32_t job_round_deadline_ms = 300000;  // per round; late devices are recorded
   uint32_t exit_after_jobs = 0;
-  // neighbour-echo load (benchmarks): sealed messages per directed edge and
-  // plaintext bytes per message (56..4064).
-  uint32_t job_messages_per_edge = 1;
-  uint32_t job_payload_bytes = 56;
   // Devices' job uploads (chunked transfers) larger than this are refused.
   uint32_t max_upload_bytes = 8u << 20;
   // Where jobs write their artefacts (tree, codebook, summary); empty: none.
@@ -83,63 +80,20 @@ struct ServerConfig {
   // Threads for heavy job math (dissimilarities, clustering); 0: one per
   // hardware thread.
   uint32_t compute_threads = 0;
-  // fedwalk-hct (FedWalk Sec. 4.2; docs/fedwalk.md).
-  std::string fedwalk_mode = "strict";   // strict | paper
-  uint32_t fedwalk_bins = 0;             // k; 0: floor(ln |V|)
-  uint32_t fedwalk_buckets = 16;         // strict mode histogram buckets per bin
-  double fedwalk_epsilon_bins = 2.0;     // degree vectors
-  double fedwalk_epsilon_upload = 2.0;   // strict mode histograms
-  double fedwalk_epsilon_walk = 2.0;     // Eq. 12 codebook
-  uint32_t fedwalk_codebook_k = 256;     // most entries kept per codebook row
-  std::string fedwalk_linkage = "average";  // average | complete | single
-  // Eq. 12 encoder: raw (the paper's score; 2·ε·Δu per draw), scaled (score
-  // / 2Δu; ε per draw), auto (scaled in strict mode, raw in paper mode).
-  std::string fedwalk_encoder = "auto";
-  // Eq. 10's score clipped to [-B, 0] in the codebook (post-processing of
-  // the public score table), so the score's sensitivity is B. 0: no clip,
-  // the paper's raw score (sensitivity = the run's largest |score|).
-  double fedwalk_score_clip = 0;
-  // fedwalk (walks, Sec. 4.3; SkipGram, Sec. 4.4). Defaults are the paper's.
-  uint32_t fedwalk_walk_length = 40;       // l
-  uint32_t fedwalk_walks_per_vertex = 80;  // gamma
-  double fedwalk_p = 0.2;                  // 2-hop predictor probability
-  uint32_t fedwalk_walks_in_flight = 0;    // 0: 4 per device
-  uint32_t fedwalk_walk_timeout_ms = 300000;
-  uint32_t fedwalk_dim = 128;
-  uint32_t fedwalk_window = 10;
-  uint32_t fedwalk_negative = 5;
-  uint64_t fedwalk_seed = 0;               // 0: random
-  // fedwalk in strict mode: the cluster-histogram job (docs/fedwalk.md,
-  // "Strict mode"). Each device's total epsilon over its releases (the
-  // guarantee; the walks are post-processing), the partition scheme
-  // (random | refined), the clusters of the last release (0: one vertex per
-  // cluster, the measured default) and the walk rule (reciprocal | direct).
-  // fedwalk_walk_length counts vertices, the start included, for these walks.
-  double fedwalk_strict_epsilon = 4.0;
-  std::string fedwalk_strict_partition = "random";
-  uint32_t fedwalk_strict_clusters = 0;
-  std::string fedwalk_strict_walk_rule = "reciprocal";
-  // secure-compare (sdk/compare/.../compare_job_format.h): Lumos's greedy
-  // initialisation, one secure comparison per edge.
-  // Bits per compared value (1..32). 5 holds round(ln d) for any 32-bit
-  // degree d (at most 22), the greedy initialisation's value.
-  uint32_t compare_width = 5;
-  uint32_t compare_digit_bits = 0;              // 0: the plan's default (0..8)
-  // base | extension (IKNP without the KOS15 consistency check: secure only
-  // against devices that follow the protocol; docs/secure-comparison.md).
-  std::string compare_mode = "base";
-  std::string compare_value = "log-degree";     // log-degree (round(ln deg)) | degree
-  uint32_t compare_max_sessions = 4;            // concurrent sessions per device
-  uint32_t compare_session_timeout_ms = 120000;
-  std::string compare_results_public = "true";  // true | false: devices report the result bits
+  // Every job's own options, one group per algorithm, installed by the job
+  // catalog (server/jobs/job_catalog.h: DefaultServerConfigWithJobs()).
+  // Their keys parse, print and validate like the server's own.
+  OptionGroups job_options;
   // Process.
   uint32_t threads = 0;  // 0 until defaulted: DefaultServerConfig() sets hardware_concurrency
   LogLevel log_level = LogLevel::kInfo;
   LogFormat log_format = LogFormat::kLogfmt;
 };
 
-// The defaults, with `threads` set to std::thread::hardware_concurrency()
-// (at least 1). Start every configuration from this.
+// The server's defaults, with `threads` set to
+// std::thread::hardware_concurrency() (at least 1), and no job options; the
+// server tool starts from jobs::DefaultServerConfigWithJobs(), which adds
+// every registered job's.
 ServerConfig DefaultServerConfig();
 
 struct ConfigStatus {
@@ -169,7 +123,10 @@ ConfigStatus SetConfigValue(ServerConfig& config, std::string_view key, std::str
 // idle timeout, required TLS paths set, ...). The first problem found wins.
 ConfigStatus ValidateConfig(const ServerConfig& config);
 
-// Every key, its default and a one-line description, for --help.
+// Every key of `defaults` (the server's and its job options'), its default
+// and a one-line description, for --help. The overload without arguments
+// lists the server's own keys.
+std::string ConfigHelpText(const ServerConfig& defaults);
 std::string ConfigHelpText();
 
 // The effective configuration as `key = value` lines (a valid config file),

@@ -1,7 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
 // Builds the job the configuration names (ServerConfig::job) for the
-// devices online when it starts.
+// devices online when it starts, through the job catalog (job_catalog.h).
 #pragma once
 
 #include <cstdint>
@@ -14,13 +14,8 @@
 
 namespace nodefl::server::jobs {
 
-// The stages ServerConfig::job runs, in order: "fedwalk" is the HCT job
-// then the walk job (whose participants are the devices that completed
-// the HCT job); every other job is one stage. Empty for "none".
-std::vector<std::string> JobStages(const std::string& job);
-// The same for a whole configuration: "fedwalk" in strict mode is one stage,
-// the cluster-histogram job ("fedwalk-histograms"); in paper mode the two
-// stages above.
+// The stages ServerConfig::job runs, in order, from its registered kind
+// (job_catalog.h); empty for "none" or an unknown job.
 std::vector<std::string> JobStages(const ServerConfig& config);
 
 // The job for one stage; `previous` is the previous stage's job (nullptr
