@@ -13,6 +13,12 @@
 
 #include "nodefl/client/device_pump.h"
 #include "nodefl/crypto/rng.h"
+#include "nodefl/compare/compare_sizing.h"
+#include "nodefl/core/storage_plan.h"
+#include "nodefl/echo/echo_sizing.h"
+#include "nodefl/fedwalk/hct_sizing.h"
+#include "nodefl/fedwalk/histogram_sizing.h"
+#include "nodefl/fedwalk/walk_sizing.h"
 #include "nodefl/platform/host_platform.h"
 #include "nodefl/protocol/limits.h"
 
@@ -79,9 +85,51 @@ Status EmulatedDevice::Init() {
   session_ = std::make_unique<device::DeviceSession>(
       options, device::SessionBuffers{ByteSpan(frame_buffer_), ByteSpan(output_buffer_)});
 
-  peers_.resize(setup_.neighbours.size());
-  for (size_t i = 0; i < peers_.size(); ++i) peers_[i].id = setup_.neighbours[i];
-  role_ = std::make_unique<echo::NeighbourEchoRole>(setup_.id, Span<echo::EchoPeer>(peers_), credentials_,
+  // One arena per device, sized by the SDK from the roles this device
+  // serves (docs/porting.md, "Sizing a device"); each role is carved from it.
+  const uint32_t neighbours = static_cast<uint32_t>(setup_.neighbours.size());
+  const uint32_t degree = std::max<uint32_t>(setup_.degree, neighbours);
+  const bool strict_fedwalk =
+      fleet_.job == "fedwalk-histograms" || (fleet_.job == "fedwalk" && fleet_.fedwalk_mode == "strict");
+  const bool paper_walks = fleet_.job == "fedwalk" && !strict_fedwalk;
+  const bool compares = fleet_.job == "secure-compare";
+  echo::EchoSizing echo_sizing;
+  echo_sizing.neighbours = neighbours;
+  fedwalk::HctSizing hct_sizing;
+  hct_sizing.neighbours = neighbours;
+  hct_sizing.codebook_entries_per_neighbour = fleet_.codebook_entries_per_neighbour;
+  hct_sizing.codebook_spare_entries = FleetSetup::kCodebookSpareEntries;
+  hct_sizing.kept_vertex_count = fleet_.keep_tree_and_bin_plan ? fleet_.vertex_count : 0;
+  fedwalk::HistogramSizing histogram_sizing;
+  histogram_sizing.neighbours = neighbours;
+  histogram_sizing.max_clusters = fleet_.vertex_count;
+  fedwalk::WalkSizing walk_sizing;
+  walk_sizing.neighbours = neighbours;
+  walk_sizing.peer_cache = fleet_.walk_peer_cache;
+  walk_sizing.base_slots = fleet_.walk_slots;
+  walk_sizing.walk_length = fleet_.walk_length_capacity;
+  walk_sizing.vertex_count = fleet_.vertex_count;
+  compare::CompareSizing compare_sizing;
+  compare_sizing.neighbours = neighbours;
+  compare_sizing.contexts = fleet_.compare_contexts;
+  compare_sizing.slots_per_context = fleet_.compare_slots;
+
+  StoragePlan device_plan;
+  const auto add = [&device_plan](const Result<StoragePlan>& role_plan) -> Status {
+    if (!role_plan.ok()) return role_plan.status();
+    return device_plan.Then(*role_plan);
+  };
+  NODEFL_TRY(add(echo::Plan(echo_sizing)));
+  NODEFL_TRY(add(fedwalk::Plan(hct_sizing)));
+  if (strict_fedwalk) NODEFL_TRY(add(fedwalk::Plan(histogram_sizing)));
+  if (paper_walks) NODEFL_TRY(add(fedwalk::Plan(walk_sizing)));
+  if (compares) NODEFL_TRY(add(compare::Plan(compare_sizing)));
+  arena_buffer_.resize(device_plan.ArenaBytes());
+  Arena arena{ByteSpan(arena_buffer_)};
+
+  NODEFL_TRY_ASSIGN(echo_storage_, echo::Carve(arena, echo_sizing));
+  for (uint32_t i = 0; i < neighbours; ++i) echo_storage_.peers[i].id = setup_.neighbours[i];
+  role_ = std::make_unique<echo::NeighbourEchoRole>(setup_.id, echo_storage_.peers.span(), credentials_,
                                                      &crypto::DrbgRandom, &drbg_);
   NODEFL_TRY(role_->Init());
   NODEFL_TRY(session_->AddRole(*role_));
@@ -90,88 +138,37 @@ Status EmulatedDevice::Init() {
   NODEFL_TRY(noise_drbg_.SeedFromEntropy(HostEntropy(), ConstByteSpan(noise_personal)));
   ledger_entries_.resize(8);
   ledger_ = std::make_unique<PrivacyLedger>(Span<LedgerEntry>(ledger_entries_), fleet_.budget);
-  hct_neighbours_.resize(setup_.neighbours.size());
-  for (size_t i = 0; i < hct_neighbours_.size(); ++i) hct_neighbours_[i].id = setup_.neighbours[i];
-  codebook_pool_.resize(setup_.neighbours.size() * size_t{fleet_.codebook_entries_per_neighbour} +
-                        FleetSetup::kCodebookSpareEntries);
-  if (fleet_.keep_tree_and_bin_plan && fleet_.vertex_count > 0) {
-    tree_storage_.resize(static_cast<size_t>(fedwalk::TreeArtefactBytes(fleet_.vertex_count)));
-    bin_plan_storage_.resize(fleet_.vertex_count);
-  }
-  fedwalk::HctStorage storage;
-  storage.neighbours = Span<fedwalk::HctNeighbour>(hct_neighbours_);
-  storage.codebook_pool = Span<fedwalk::CodebookEntry>(codebook_pool_);
-  storage.tree = ByteSpan(tree_storage_);
-  storage.bin_plan = ByteSpan(bin_plan_storage_);
-  hct_role_ = std::make_unique<fedwalk::FedWalkHctRole>(setup_.id, storage, noise_drbg_, *ledger_);
-  NODEFL_TRY(hct_role_->Init(std::max<uint32_t>(setup_.degree, static_cast<uint32_t>(setup_.neighbours.size())),
-                             fleet_.max_neighbours == 0 ? fedwalk::FedWalkHctRole::kNoNeighbourCap
-                                                        : fleet_.max_neighbours));
+  NODEFL_TRY_ASSIGN(fedwalk::HctStorage hct_storage, fedwalk::Carve(arena, hct_sizing));
+  for (uint32_t i = 0; i < neighbours; ++i) hct_storage.neighbours[i].id = setup_.neighbours[i];
+  hct_role_ = std::make_unique<fedwalk::FedWalkHctRole>(setup_.id, hct_storage, noise_drbg_, *ledger_);
+  NODEFL_TRY(hct_role_->Init(degree, fleet_.max_neighbours == 0 ? fedwalk::FedWalkHctRole::kNoNeighbourCap
+                                                                 : fleet_.max_neighbours));
   NODEFL_TRY(session_->AddRole(*hct_role_));
 
-  const bool strict_fedwalk =
-      fleet_.job == "fedwalk-histograms" || (fleet_.job == "fedwalk" && fleet_.fedwalk_mode == "strict");
   if (strict_fedwalk) {
-    histogram_neighbours_.resize(setup_.neighbours.size());
-    for (size_t i = 0; i < histogram_neighbours_.size(); ++i) histogram_neighbours_[i].id = setup_.neighbours[i];
-    histogram_cells_.resize(std::clamp<size_t>(fleet_.vertex_count, 1, fedwalk::kMaxClusters));
-    fedwalk::HistogramStorage hs;
-    hs.neighbours = Span<fedwalk::HistogramNeighbour>(histogram_neighbours_);
-    hs.cells = Span<int32_t>(histogram_cells_);
+    NODEFL_TRY_ASSIGN(fedwalk::HistogramStorage hs, fedwalk::Carve(arena, histogram_sizing));
+    for (uint32_t i = 0; i < neighbours; ++i) hs.neighbours[i].id = setup_.neighbours[i];
     histogram_role_ = std::make_unique<fedwalk::FedWalkHistogramRole>(setup_.id, hs, noise_drbg_, *ledger_);
-    NODEFL_TRY(histogram_role_->Init(
-        std::max<uint32_t>(setup_.degree, static_cast<uint32_t>(setup_.neighbours.size())),
-        fleet_.max_neighbours == 0 ? fedwalk::FedWalkHistogramRole::kNoNeighbourCap : fleet_.max_neighbours));
+    NODEFL_TRY(histogram_role_->Init(degree, fleet_.max_neighbours == 0
+                                                 ? fedwalk::FedWalkHistogramRole::kNoNeighbourCap
+                                                 : fleet_.max_neighbours));
     NODEFL_TRY(session_->AddRole(*histogram_role_));
   }
-  if (fleet_.job == "fedwalk" && !strict_fedwalk) {
-    const size_t n = fleet_.vertex_count;
-    walk_neighbour_peers_.resize(setup_.neighbours.size());
-    walk_peer_cache_.resize(fleet_.walk_peer_cache);
-    // A random walk visits a vertex in proportion to its degree, so a hub
-    // holds many walks at once: room grows with the degree.
-    const size_t slots = std::min<size_t>(fedwalk::kMaxPendingWalks,
-                                          fleet_.walk_slots + setup_.neighbours.size() / 4);
-    walk_slots_.resize(slots);
-    walk_slot_memory_.resize(slots * fedwalk::WalkSlotBytes(fleet_.walk_length_capacity));
-    walk_scratch_.resize(fedwalk::WalkSlotBytes(fleet_.walk_length_capacity));
-    walk_tree_parent_.resize(fedwalk::TreeIndex::NodeCount(static_cast<uint32_t>(n)));
-    walk_leaf_of_vertex_.resize(n);
-    walk_pool_.resize(n);
-    fedwalk::WalkStorage ws;
-    ws.neighbour_peers = Span<fedwalk::WalkPeer>(walk_neighbour_peers_);
-    ws.peer_cache = Span<fedwalk::WalkPeer>(walk_peer_cache_);
-    ws.slots = Span<fedwalk::WalkSlot>(walk_slots_);
-    ws.slot_memory = ByteSpan(walk_slot_memory_);
-    ws.scratch = ByteSpan(walk_scratch_);
-    ws.tree_parent = Span<uint32_t>(walk_tree_parent_);
-    ws.tree_leaf_of_vertex = Span<uint32_t>(walk_leaf_of_vertex_);
-    ws.pool = Span<uint32_t>(walk_pool_);
+  if (paper_walks) {
+    NODEFL_TRY_ASSIGN(walk_storage_, fedwalk::Carve(arena, walk_sizing));
     // Walk decisions and encodings draw from the noise DRBG; ECDH blinding
     // from the TLS one (crypto/rng.h asks for separate generators).
-    walk_role_ = std::make_unique<fedwalk::FedWalkWalkRole>(setup_.id, ws, credentials_, &crypto::DrbgRandom, &drbg_,
-                                                          noise_drbg_, *ledger_);
+    walk_role_ = std::make_unique<fedwalk::FedWalkWalkRole>(setup_.id, walk_storage_.storage, credentials_,
+                                                          &crypto::DrbgRandom, &drbg_, noise_drbg_, *ledger_);
     if (fleet_.shared_pair_keys != nullptr) walk_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
     NODEFL_TRY(session_->AddRole(*walk_role_));
   }
-  if (fleet_.job == "secure-compare") {
-    compare_peers_.resize(setup_.neighbours.size());
-    for (size_t i = 0; i < compare_peers_.size(); ++i) compare_peers_[i].id = setup_.neighbours[i];
-    // Room for the widest plan (32-bit inputs in 8-bit digits: 256 table
-    // bytes per comparison).
-    constexpr size_t kTableBytesPerComparison = 256;
-    const size_t contexts = fleet_.compare_contexts, slots = fleet_.compare_slots;
-    compare_contexts_ = std::vector<compare::CompareContext>(contexts);
-    compare_slots_.resize(contexts * slots);
-    compare_tables_.resize(contexts * slots * kTableBytesPerComparison);
-    for (size_t c = 0; c < contexts; ++c) {
-      compare_contexts_[c].Bind(Span<compare::ComparisonSlot>(compare_slots_.data() + c * slots, slots),
-                                ByteSpan(compare_tables_.data() + c * slots * kTableBytesPerComparison,
-                                         slots * kTableBytesPerComparison));
-    }
-    compare_role_ = std::make_unique<compare::SecureCompareRole>(
-        setup_.id, Span<compare::ComparePeer>(compare_peers_), Span<compare::CompareContext>(compare_contexts_),
-        credentials_, &crypto::DrbgRandom, &drbg_);
+  if (compares) {
+    NODEFL_TRY_ASSIGN(compare_storage_, compare::Carve(arena, compare_sizing));
+    for (uint32_t i = 0; i < neighbours; ++i) compare_storage_.peers[i].id = setup_.neighbours[i];
+    compare_role_ = std::make_unique<compare::SecureCompareRole>(setup_.id, compare_storage_.peers.span(),
+                                                                 compare_storage_.contexts.span(), credentials_,
+                                                                 &crypto::DrbgRandom, &drbg_);
     if (fleet_.shared_pair_keys != nullptr) compare_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
     NODEFL_TRY(compare_role_->Init());
     NODEFL_TRY(session_->AddRole(*compare_role_));

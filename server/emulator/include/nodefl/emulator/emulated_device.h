@@ -29,6 +29,9 @@
 #include "nodefl/fedwalk/hct_role.h"
 #include "nodefl/fedwalk/histogram_role.h"
 #include "nodefl/compare/compare_role.h"
+#include "nodefl/compare/compare_sizing.h"
+#include "nodefl/echo/echo_sizing.h"
+#include "nodefl/fedwalk/walk_sizing.h"
 #include "nodefl/fedwalk/walk_role.h"
 #include "nodefl/emulator/shared_pair_keys.h"
 #include "nodefl/privacy/ledger.h"
@@ -213,44 +216,31 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   bool session_start_failed_ = false;
   std::vector<uint8_t> frame_buffer_;
   std::vector<uint8_t> output_buffer_;
+  // Every role's storage, carved in Init (the SDK's Plan/Carve); declared
+  // before the storage owners and roles so that it outlives them.
+  std::vector<uint8_t> arena_buffer_;
   std::unique_ptr<device::DeviceSession> session_;
-  std::vector<echo::EchoPeer> peers_;
+  echo::EchoArenaStorage echo_storage_;
   std::unique_ptr<echo::NeighbourEchoRole> role_;
   // FedWalk HCT: its own DRBG for noise (kept apart from TLS randomness),
-  // ledger and storage.
+  // ledger; its storage lives in arena_buffer_.
   Drbg noise_drbg_;
   std::vector<LedgerEntry> ledger_entries_;
   std::unique_ptr<PrivacyLedger> ledger_;
-  std::vector<fedwalk::HctNeighbour> hct_neighbours_;
-  std::vector<fedwalk::CodebookEntry> codebook_pool_;
-  std::vector<uint8_t> tree_storage_;
-  std::vector<uint8_t> bin_plan_storage_;
   std::unique_ptr<fedwalk::FedWalkHctRole> hct_role_;
   uint32_t hct_reported_rounds_ = 0;
   // Walk role and its storage (bound to the HCT results once those exist).
-  std::vector<fedwalk::WalkPeer> walk_neighbour_peers_;
-  std::vector<fedwalk::WalkPeer> walk_peer_cache_;
-  std::vector<fedwalk::WalkSlot> walk_slots_;
-  std::vector<uint8_t> walk_slot_memory_;
-  std::vector<uint8_t> walk_scratch_;
-  std::vector<uint32_t> walk_tree_parent_;
-  std::vector<uint32_t> walk_leaf_of_vertex_;
-  std::vector<uint32_t> walk_pool_;
+  fedwalk::WalkArenaStorage walk_storage_;
   std::unique_ptr<fedwalk::FedWalkWalkRole> walk_role_;
   bool walk_bound_ = false;
   fedwalk::FedWalkWalkRole::Stats walk_reported_{};
   uint32_t hct_reported_failures_ = 0;
   // Strict FedWalk: one cell per cluster (the job's vertex count, at most
-  // 65535) and the neighbours' clusters.
-  std::vector<fedwalk::HistogramNeighbour> histogram_neighbours_;
-  std::vector<int32_t> histogram_cells_;
+  // 65535) and the neighbours' clusters, in arena_buffer_.
   std::unique_ptr<fedwalk::FedWalkHistogramRole> histogram_role_;
   fedwalk::FedWalkHistogramRole::Stats histogram_reported_{};
   // Secure comparisons.
-  std::vector<compare::ComparePeer> compare_peers_;
-  std::vector<compare::CompareContext> compare_contexts_;
-  std::vector<compare::ComparisonSlot> compare_slots_;
-  std::vector<uint8_t> compare_tables_;
+  compare::CompareArenaStorage compare_storage_;
   std::unique_ptr<compare::SecureCompareRole> compare_role_;
   compare::SecureCompareRole::Stats compare_reported_{};
 
