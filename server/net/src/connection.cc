@@ -44,7 +44,9 @@ Connection::Connection(ServerContext& context, std::unique_ptr<host::net::ByteSt
     : ctx_(context),
       strand_(asio::make_strand(stream->get_executor())),
       tls_(std::move(stream), TlsSocket::Buffers{}),
-      wake_(strand_),
+      writer_wake_(strand_),
+      written_(strand_),
+      peer_key_slot_(strand_),
       deadline_timer_(strand_),
       id_(connection_id),
       frame_storage_(protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes),
@@ -62,10 +64,7 @@ void Connection::Start() {
   asio::co_spawn(strand_, [self = shared_from_this()] { return self->Run(); }, asio::detached);
 }
 
-void Connection::Wake() {
-  wake_pending_ = true;
-  wake_.cancel();
-}
+void Connection::Wake() { writer_wake_.Wake(); }
 
 void Connection::OnRelayReady() {
   asio::post(strand_, [self = shared_from_this()] { self->Wake(); });
@@ -252,7 +251,9 @@ void Connection::Close() {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
   tls_.Close();
-  wake_.cancel();
+  writer_wake_.Wake();
+  written_.Wake();
+  peer_key_slot_.Wake();
   deadline_timer_.cancel();
 }
 
@@ -410,16 +411,12 @@ asio::awaitable<void> Connection::Writer() {
     }
     if (batch.empty()) {
       if (close_after_flush_ || state_ != State::kRunning) break;
-      if (!wake_pending_) {
-        wake_.expires_at(Clock::time_point::max());
-        boost::system::error_code ec;
-        co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      }
-      wake_pending_ = false;
+      co_await writer_wake_.Wait();
       continue;
     }
     const Status written = co_await tls_.Write(ConstByteSpan(batch));
     if (!written.ok()) break;
+    written_.Wake();
     ++writes_out_;
     ctx_.registry->RecordOutbound(device_id_, batch.size());
   }
@@ -466,11 +463,8 @@ asio::awaitable<bool> Connection::HandleFrame(ConstByteSpan payload) {
     case nodefl_wire_Envelope_peer_key_request_tag: {
       // Pause reading while many answers wait to be written: the device's
       // requests then queue in TCP instead of in server memory.
-      asio::steady_timer pause(strand_);
       while (control_.size() > kControlQueueSoftLimit && state_ == State::kRunning) {
-        pause.expires_after(std::chrono::milliseconds(2));
-        boost::system::error_code ec;
-        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        co_await written_.Wait();
       }
       co_return co_await HandlePeerKeyRequest();
     }
@@ -704,11 +698,8 @@ asio::awaitable<bool> Connection::HandlePeerKeyRequest() {
   // up this device's other traffic. A bounded number of requests waits per
   // connection; beyond it the reader pauses (the device's requests then
   // queue in TCP).
-  asio::steady_timer pause(strand_);
   while (waiting_peer_key_requests_ >= kMaxWaitingPeerKeyRequests && state_ == State::kRunning) {
-    pause.expires_after(std::chrono::milliseconds(5));
-    boost::system::error_code ec;
-    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await peer_key_slot_.Wait();
   }
   ++waiting_peer_key_requests_;
   asio::co_spawn(strand_, AnswerPeerKeysLater(shared_from_this(), std::move(answer)), asio::detached);
@@ -729,6 +720,7 @@ asio::awaitable<void> Connection::AnswerPeerKeysLater(std::shared_ptr<Connection
     interval = std::min(interval * 2, std::chrono::milliseconds(100));
   }
   --waiting_peer_key_requests_;
+  peer_key_slot_.Wake();
   (void)self;
 }
 

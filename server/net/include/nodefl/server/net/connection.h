@@ -35,6 +35,7 @@
 #include "nodefl/server/net/server_context.h"
 #include "nodefl/host/net/byte_stream.h"
 #include "nodefl/host/net/tls_socket.h"
+#include "nodefl/host/net/wake_latch.h"
 #include "nodefl/protocol/envelope.pb.h"
 #include "nodefl/protocol/chunk.h"
 #include "nodefl/protocol/frame.h"
@@ -119,7 +120,13 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   ServerContext& ctx_;
   Strand strand_;
   TlsSocket tls_;
-  asio::steady_timer wake_;
+  // The writer sleeps here until there is something to write (Wake()).
+  host::net::WakeLatch writer_wake_;
+  // The reader sleeps here while it holds back: until the writer has
+  // written a batch (the control queue shrank), or a waiting peer-key
+  // request finished (a slot is free). Close() wakes both sleepers.
+  host::net::WakeLatch written_;
+  host::net::WakeLatch peer_key_slot_;
   asio::steady_timer deadline_timer_;
   uint64_t id_;
   std::string remote_;
@@ -129,7 +136,6 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   uint64_t generation_ = 0;
   bool attached_ = false;
   bool writer_running_ = false;
-  bool wake_pending_ = false;
   bool close_after_flush_ = false;
   Clock::time_point deadline_{};
   const char* deadline_what_ = "handshake";

@@ -32,9 +32,11 @@ class WakeLatch {
 
   explicit WakeLatch(const boost::asio::any_io_executor& executor) : timer_(executor) {}
 
+  // Cheap when nobody waits (the common case for a busy writer): the timer
+  // is only cancelled while a Wait() is pending on it.
   void Wake() {
     pending_ = true;
-    timer_.cancel();
+    if (waiting_) timer_.cancel();
   }
 
   // Returns once woken (at once if a wake-up is latched) and clears the latch.
@@ -46,7 +48,9 @@ class WakeLatch {
     if (!pending_) {
       timer_.expires_at(deadline);
       boost::system::error_code ec;  // operation_aborted when woken
+      waiting_ = true;
       co_await timer_.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+      waiting_ = false;
     }
     const bool woken = pending_;
     pending_ = false;
@@ -56,6 +60,7 @@ class WakeLatch {
  private:
   boost::asio::steady_timer timer_;
   bool pending_ = false;
+  bool waiting_ = false;
 };
 
 }  // namespace nodefl::host::net
