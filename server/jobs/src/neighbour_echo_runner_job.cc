@@ -1,17 +1,28 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/server/jobs/neighbour_echo_runner_job.h"
 
+#include <algorithm>
 #include <utility>
+
+#include "nodefl/core/assert.h"
+#include "nodefl/protocol/echo/job_format.h"
 
 namespace nodefl::server::jobs {
 
 NeighbourEchoRunnerJob::NeighbourEchoRunnerJob(const NeighbourEchoJob::Options& options,
                                                std::vector<uint32_t> participants, std::vector<uint8_t> salt,
                                                uint32_t messages_per_edge, uint32_t payload_bytes)
-    : job_(options, std::move(participants)), parameters_(std::move(salt)) {
-  for (uint32_t v : {messages_per_edge, payload_bytes}) {
-    for (int i = 0; i < 4; ++i) parameters_.push_back(static_cast<uint8_t>(v >> (8 * i)));
-  }
+    : job_(options, std::move(participants)) {
+  // The catalog validated the knobs against the same contract
+  // (protocol/echo/job_format.h); a salt of another size is a caller bug.
+  echo::EchoParameters params;
+  NODEFL_CHECK(salt.size() == sizeof(params.salt));
+  std::copy(salt.begin(), salt.end(), params.salt);
+  params.messages_per_edge = messages_per_edge;
+  params.payload_bytes = payload_bytes;
+  parameters_.resize(echo::kEchoParametersBytes);
+  const Result<size_t> encoded = echo::EncodeEchoParameters(params, ByteSpan(parameters_.data(), parameters_.size()));
+  NODEFL_CHECK(encoded.ok());
 }
 
 std::vector<RoundStart> NeighbourEchoRunnerJob::Convert(NeighbourEchoJob::StartRound start) const {
