@@ -16,6 +16,7 @@
 #include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/dissimilarity/dissimilarity.h"
 #include "nodefl/server/fedwalk/dissimilarity/dtw.h"
+#include "dtw_reference.h"
 #include "random_matrices.h"
 
 namespace nodefl::server::fedwalk {

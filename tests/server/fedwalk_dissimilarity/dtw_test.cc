@@ -13,6 +13,7 @@
 
 #include "nodefl/server/fedwalk/dissimilarity/dtw.h"
 #include "nodefl/server/fedwalk/dissimilarity/features.h"
+#include "dtw_reference.h"
 #include "random_matrices.h"
 
 namespace nodefl::server::fedwalk {

@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "hct_test_support.h"
+#include "naive_linkage.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

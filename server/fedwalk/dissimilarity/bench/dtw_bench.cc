@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "device_degree_matrices.h"
+#include "dtw_reference.h"
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/server/fedwalk/dissimilarity/dissimilarity.h"
 #include "nodefl/server/fedwalk/dissimilarity/dtw.h"

@@ -25,11 +25,6 @@
 
 namespace nodefl::server::fedwalk {
 
-// The textbook version, for tests and as the benchmark's baseline: a full
-// (x+1) x (y+1) matrix of doubles allocated per call, every cell's L1
-// distance computed in double. a and b are row-major with k floats per row.
-double DtwL1Reference(const float* a, size_t rows_a, const float* b, size_t rows_b, size_t k);
-
 // Per-thread scratch space of DtwL1: one rolling cost row, sized for the
 // inner matrix of the largest pair seen so far. Grows only, so a warmed
 // workspace makes DtwL1 allocation-free. Not shared between threads.
@@ -49,7 +44,8 @@ class DtwWorkspace {
 };
 
 // Relative error bound of DtwL1 against the exact value (and so against
-// DtwL1Reference, whose own error is ~1e-12 relative): |fast - exact| <=
+// the textbook DtwL1Reference next to nodefl-dtw-bench, whose own error is
+// ~1e-12 relative): |fast - exact| <=
 // DtwRelativeTolerance(k) * exact. Why this bound: each cell's distance is
 // computed in float (k subtractions and k-1 additions of non-negative terms,
 // each rounding by at most 2^-24 relative), and every DTW path sums such
@@ -68,7 +64,7 @@ constexpr double DtwRelativeTolerance(size_t k) {
 // the same k.
 double DtwL1(const OrderedMatrixView& a, const OrderedMatrixView& b, DtwWorkspace& workspace);
 
-// Same for row-major input (k floats per row, as DtwL1Reference takes): the
+// Same for row-major input (k floats per row): the
 // matrices are first packed column-major into the workspace.
 double DtwL1(const float* a, size_t rows_a, const float* b, size_t rows_b, size_t k,
              DtwWorkspace& workspace);

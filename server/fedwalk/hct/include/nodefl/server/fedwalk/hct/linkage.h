@@ -8,7 +8,7 @@
 // 0 .. n-1, merge i creates node n + i, every merge names two existing nodes
 // with a < b, and the merges come in non-decreasing height.
 //
-// Both functions refuse a matrix holding NaN or +-inf (std::nullopt): the
+// ClusterNnChain refuses a matrix holding NaN or +-inf (std::nullopt): the
 // Lance-Williams updates would spread it through the whole tree, and a
 // NaN height has no place in a sorted dendrogram. n = 0 or 1 gives an empty
 // (engaged) merge list.
@@ -49,13 +49,7 @@ struct Merge {
 // pair at the moment it is made).
 std::optional<std::vector<Merge>> ClusterNnChain(CondensedMatrix&& d, Linkage linkage = Linkage::kAverage);
 
-// Reference for tests: the textbook O(n^3) greedy algorithm. Each step
-// joins the closest pair of clusters (ties: smallest (a, b) node ids), and
-// cluster distances are recomputed from the original point distances by
-// their definition (mean / max / min over member pairs), in double.
-std::optional<std::vector<Merge>> ClusterNaive(const CondensedMatrix& d, Linkage linkage = Linkage::kAverage);
-
-// True if every value of `d` is finite (the precondition of both).
+// True if every value of `d` is finite (the precondition of clustering).
 bool AllFinite(const CondensedMatrix& d);
 
 }  // namespace nodefl::server::fedwalk

@@ -1,14 +1,14 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
-// DtwL1Reference: Eq. 6-7 written down as directly as possible. Deliberately
+// DtwL1Reference: FedWalk Eq. 6-7 written down as directly as possible. Deliberately
 // naive (allocates the whole matrix, recomputes every distance in double) so
 // it is easy to check by eye and serves as the benchmark's baseline.
+#include "dtw_reference.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
-
-#include "nodefl/server/fedwalk/dissimilarity/dtw.h"
 
 namespace nodefl::server::fedwalk {
 namespace {

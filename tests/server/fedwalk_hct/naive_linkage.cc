@@ -3,10 +3,10 @@
 // The textbook greedy agglomeration, kept deliberately independent of the
 // nearest-neighbour chain: no Lance-Williams updates, no float storage of
 // intermediate distances. Tests compare the two.
+#include "naive_linkage.h"
+
 #include <algorithm>
 #include <limits>
-
-#include "nodefl/server/fedwalk/hct/linkage.h"
 
 namespace nodefl::server::fedwalk {
 namespace {
