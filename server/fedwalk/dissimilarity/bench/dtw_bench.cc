@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <limits>
 #include <optional>
 #include <random>
 #include <span>
@@ -20,7 +21,9 @@
 
 #include "device_degree_matrices.h"
 #include "dtw_reference.h"
+#include "nodefl/host/cli/flag_parser.h"
 #include "nodefl/host/dataset/graph_dataset.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/dissimilarity/dissimilarity.h"
 #include "nodefl/server/fedwalk/dissimilarity/dtw.h"
 #include "nodefl/server/fedwalk/dissimilarity/features.h"
@@ -76,60 +79,20 @@ void Usage(FILE* out) {
                "  --help          this text\n");
 }
 
-bool ParseUnsigned(const char* text, uint64_t max, uint64_t& out) {
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (end == text || *end != '\0' || text[0] == '-' || v > max) return false;
-  out = v;
-  return true;
-}
-
 std::optional<Options> Parse(int argc, char** argv, bool& help) {
+  namespace cli = nodefl::host::cli;
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      help = true;
-      return std::nullopt;
-    }
-    if (arg == "--all-pairs") {
-      o.all_pairs = true;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "nodefl-dtw-bench: %s needs a value or is unknown (see --help)\n", arg.c_str());
-      return std::nullopt;
-    }
-    const char* v = argv[++i];
-    uint64_t u = 0;
-    bool ok = true;
-    if (arg == "--graph") {
-      o.graph = v;
-    } else if (arg == "--bins") {
-      ok = ParseUnsigned(v, 16, u) && u >= 1;
-      o.bins = static_cast<uint32_t>(u);
-    } else if (arg == "--epsilon") {
-      char* end = nullptr;
-      o.epsilon = std::strtod(v, &end);
-      ok = end != v && *end == '\0' && std::isfinite(o.epsilon) && o.epsilon > 0;
-    } else if (arg == "--pairs") {
-      ok = ParseUnsigned(v, uint64_t{1} << 32, u) && u >= 1;
-      o.pairs = u;
-    } else if (arg == "--seed") {
-      ok = ParseUnsigned(v, UINT64_MAX, u);
-      o.seed = u;
-    } else if (arg == "--threads") {
-      ok = ParseUnsigned(v, 1024, u);
-      o.threads = static_cast<unsigned>(u);
-    } else {
-      std::fprintf(stderr, "nodefl-dtw-bench: unknown argument '%s' (see --help)\n", arg.c_str());
-      return std::nullopt;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "nodefl-dtw-bench: bad value '%s' for %s (see --help)\n", v, arg.c_str());
-      return std::nullopt;
-    }
-  }
+  cli::FlagParser flags("nodefl-dtw-bench");
+  flags.Value("--graph", cli::Text(&o.graph))
+      .Value("--bins", cli::Whole(&o.bins, 1, nodefl::fedwalk::kMaxBins))
+      .Value("--epsilon", cli::Real(&o.epsilon, 0, true, std::numeric_limits<double>::max()))
+      .Value("--pairs", cli::Whole(&o.pairs, 1, uint64_t{1} << 32))
+      .Value("--seed", cli::Whole(&o.seed, 0, UINT64_MAX))
+      .Value("--threads", cli::Whole(&o.threads, 0, 1024))
+      .Switch("--all-pairs", [&o] { o.all_pairs = true; });
+  const cli::ParseOutcome outcome = flags.Parse(argc, argv);
+  help = outcome == cli::ParseOutcome::kHelp;
+  if (outcome != cli::ParseOutcome::kOk) return std::nullopt;
   if (o.graph.empty()) {
     std::fprintf(stderr, "nodefl-dtw-bench: --graph is required (see --help)\n");
     return std::nullopt;

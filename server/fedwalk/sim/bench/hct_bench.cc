@@ -13,10 +13,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <thread>
 
+#include "nodefl/host/cli/flag_parser.h"
 #include "nodefl/host/dataset/graph_dataset.h"
+#include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/pipeline/hct_pipeline.h"
 #include "nodefl/server/fedwalk/sim/hct_simulation.h"
 #include "nodefl/server/fedwalk/attack/neighbour_recovery.h"
@@ -57,63 +60,28 @@ void Usage(std::FILE* out) {
 }
 
 bool Parse(int argc, char** argv, Options* o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      Usage(stdout);
-      std::exit(0);
-    }
-    if (arg == "--no-attack") {
-      o->attack = false;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "nodefl-hct-bench: %s needs a value (see --help)\n", arg.c_str());
-      return false;
-    }
-    const std::string v = argv[++i];
-    char* end = nullptr;
-    if (arg == "--graph") {
-      o->graph = v;
-    } else if (arg == "--mode") {
-      if (v != "strict" && v != "paper") {
-        std::fprintf(stderr, "nodefl-hct-bench: --mode is strict or paper, not '%s'\n", v.c_str());
-        return false;
-      }
-      o->mode = v == "paper" ? nodefl::PrivacyMode::kPaper : nodefl::PrivacyMode::kStrict;
-    } else if (arg == "--threads" || arg == "--bins" || arg == "--codebook-k" || arg == "--seed") {
-      const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-      if (end == v.c_str() || *end != '\0') {
-        std::fprintf(stderr, "nodefl-hct-bench: %s expects a number, got '%s'\n", arg.c_str(), v.c_str());
-        return false;
-      }
-      if (arg == "--threads") o->threads = static_cast<unsigned>(x);
-      if (arg == "--bins") o->bins = static_cast<uint32_t>(x);
-      if (arg == "--codebook-k") o->codebook_k = static_cast<uint32_t>(x);
-      if (arg == "--seed") o->seed = x;
-    } else if (arg == "--encoder") {
-      if (v != "raw" && v != "scaled") {
-        std::fprintf(stderr, "nodefl-hct-bench: --encoder is raw or scaled, not '%s'\n", v.c_str());
-        return false;
-      }
-      o->scaled_encoder = v == "scaled";
-    } else if (arg == "--epsilon") {
-      o->epsilon = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || !(o->epsilon > 0)) {
-        std::fprintf(stderr, "nodefl-hct-bench: --epsilon expects a positive number, got '%s'\n", v.c_str());
-        return false;
-      }
-    } else {
-      std::fprintf(stderr, "nodefl-hct-bench: unknown argument '%s' (see --help)\n", arg.c_str());
-      return false;
-    }
+  namespace cli = nodefl::host::cli;
+  cli::FlagParser flags("nodefl-hct-bench");
+  flags.Value("--graph", cli::Text(&o->graph))
+      .Value("--mode", cli::OneOf({"strict", "paper"},
+                                  [o](const std::string& v) {
+                                    o->mode = v == "paper" ? nodefl::PrivacyMode::kPaper : nodefl::PrivacyMode::kStrict;
+                                  }))
+      .Value("--threads", cli::Whole(&o->threads, 0, 1024))
+      .Value("--bins", cli::Whole(&o->bins, 0, nodefl::fedwalk::kMaxBins))
+      .Value("--codebook-k", cli::Whole(&o->codebook_k, 1, nodefl::fedwalk::kMaxCodebookK))
+      .Value("--seed", cli::Whole(&o->seed, 0, UINT64_MAX))
+      .Value("--encoder", cli::OneOf({"raw", "scaled"}, [o](const std::string& v) { o->scaled_encoder = v == "scaled"; }))
+      .Value("--epsilon", cli::Real(&o->epsilon, 0, true, std::numeric_limits<double>::max()))
+      .Switch("--no-attack", [o] { o->attack = false; });
+  const cli::ParseOutcome outcome = flags.Parse(argc, argv);
+  if (outcome == cli::ParseOutcome::kHelp) {
+    Usage(stdout);
+    std::exit(0);
   }
+  if (outcome == cli::ParseOutcome::kError) return false;
   if (o->graph.empty()) {
     std::fprintf(stderr, "nodefl-hct-bench: --graph is required (see --help)\n");
-    return false;
-  }
-  if (o->bins > 16 || o->codebook_k == 0 || o->codebook_k > 1024) {
-    std::fprintf(stderr, "nodefl-hct-bench: --bins must be 0..16 and --codebook-k 1..1024\n");
     return false;
   }
   return true;

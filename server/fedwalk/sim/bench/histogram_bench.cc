@@ -14,9 +14,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <string>
 
+#include "nodefl/host/cli/flag_parser.h"
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/protocol/fedwalk/histogram_format.h"
@@ -85,80 +87,54 @@ void Usage(std::FILE* out) {
                cli::SkipGramFlagsHelp());
 }
 
-bool ParseDouble(const std::string& text, double* out) {
-  char* end = nullptr;
-  *out = std::strtod(text.c_str(), &end);
-  return end != text.c_str() && *end == '\0' && std::isfinite(*out);
-}
-
 bool Parse(int argc, char** argv, Options* o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      Usage(stdout);
-      std::exit(0);
-    }
-    std::string error;
-    const cli::FlagResult r = cli::ParseSkipGramFlag(argc, argv, &i, &o->skipgram, &error);
-    if (r == cli::FlagResult::kBad) {
-      std::fprintf(stderr, "nodefl-histogram-bench: %s\n", error.c_str());
-      return false;
-    }
-    if (r == cli::FlagResult::kTaken) continue;
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "nodefl-histogram-bench: unknown argument '%s' or missing value (see --help)\n",
-                   arg.c_str());
-      return false;
-    }
-    const std::string v = argv[++i];
-    auto bad = [&](const char* what) {
-      std::fprintf(stderr, "nodefl-histogram-bench: %s expects %s, got '%s'\n", arg.c_str(), what, v.c_str());
-      return false;
-    };
-    uint64_t x = 0;
+  namespace flags_ns = nodefl::host::cli;
+  constexpr double kMaxReal = std::numeric_limits<double>::max();
+  // "a number strictly between 0 and 1".
+  const flags_ns::ValueFn share = [o](const std::string& v) {
     double d = 0;
-    if (arg == "--graph") {
-      o->graph = v;
-    } else if (arg == "--output") {
-      o->output = v;
-    } else if (arg == "--partition-tsv") {
-      o->partition_tsv = v;
-    } else if (arg == "--walks-out") {
-      o->walks_out = v;
-    } else if (arg == "--epsilon") {
-      if (!ParseDouble(v, &d) || d <= 0) return bad("a positive number");
-      o->plan.total_epsilon = d;
-    } else if (arg == "--partition") {
-      const auto scheme = ParsePartitionScheme(v);
-      if (!scheme) return bad("random, refined or tree");
-      o->plan.scheme = *scheme;
-    } else if (arg == "--clusters" || arg == "--first-clusters") {
-      if (!cli::ParseUnsigned(v, 0xFFFF - 1, &x)) return bad("a whole number 0 .. 65534");
-      (arg == "--clusters" ? o->plan.clusters : o->plan.first_clusters) = static_cast<uint32_t>(x);
-    } else if (arg == "--first-share") {
-      if (!ParseDouble(v, &d) || d <= 0 || d >= 1) return bad("a number strictly between 0 and 1");
-      o->plan.first_share = d;
-    } else if (arg == "--tree-epsilon") {
-      if (!ParseDouble(v, &d) || d <= 0) return bad("a positive number");
-      o->plan.tree_epsilon = d;
-    } else if (arg == "--rule") {
-      const auto rule = ParseHistogramWalkRule(v);
-      if (!rule) return bad("reciprocal or direct");
-      o->walks.rule = *rule;
-    } else if (arg == "--min-count") {
-      if (!cli::ParseUnsigned(v, 1000000, &x) || x == 0) return bad("a whole number 1 .. 1000000");
-      o->walks.min_count = static_cast<uint32_t>(x);
-    } else if (arg == "--gamma" || arg == "--length") {
-      if (!cli::ParseUnsigned(v, 1000000, &x) || x == 0) return bad("a whole number 1 .. 1000000");
-      (arg == "--gamma" ? o->walks.walks_per_vertex : o->walks.walk_length) = static_cast<uint32_t>(x);
-    } else if (arg == "--seed") {
-      if (!cli::ParseUnsigned(v, UINT64_MAX, &x)) return bad("a whole number");
-      o->seed = x;
-    } else {
-      std::fprintf(stderr, "nodefl-histogram-bench: unknown argument '%s' (see --help)\n", arg.c_str());
-      return false;
-    }
+    if (!flags_ns::ParseReal(v, &d) || d <= 0 || d >= 1) return std::string("a number strictly between 0 and 1");
+    o->plan.first_share = d;
+    return std::string();
+  };
+  flags_ns::FlagParser flags("nodefl-histogram-bench");
+  flags.Shared([o](int argc_, char** argv_, int* i, std::string* error) {
+         const cli::FlagResult r = cli::ParseSkipGramFlag(argc_, argv_, i, &o->skipgram, error);
+         return r == cli::FlagResult::kBad     ? flags_ns::SharedFlag::kBad
+                : r == cli::FlagResult::kTaken ? flags_ns::SharedFlag::kTaken
+                                               : flags_ns::SharedFlag::kNotMine;
+       })
+      .Value("--graph", flags_ns::Text(&o->graph))
+      .Value("--output", flags_ns::Text(&o->output))
+      .Value("--partition-tsv", flags_ns::Text(&o->partition_tsv))
+      .Value("--walks-out", flags_ns::Text(&o->walks_out))
+      .Value("--epsilon", flags_ns::Real(&o->plan.total_epsilon, 0, true, kMaxReal))
+      .Value("--partition", [o](const std::string& v) {
+        const auto scheme = ParsePartitionScheme(v);
+        if (!scheme) return std::string("random, refined or tree");
+        o->plan.scheme = *scheme;
+        return std::string();
+      })
+      .Value("--clusters", flags_ns::Whole(&o->plan.clusters, 0, 0xFFFF - 1))
+      .Value("--first-clusters", flags_ns::Whole(&o->plan.first_clusters, 0, 0xFFFF - 1))
+      .Value("--first-share", share)
+      .Value("--tree-epsilon", flags_ns::Real(&o->plan.tree_epsilon, 0, true, kMaxReal))
+      .Value("--rule", [o](const std::string& v) {
+        const auto rule = ParseHistogramWalkRule(v);
+        if (!rule) return std::string("reciprocal or direct");
+        o->walks.rule = *rule;
+        return std::string();
+      })
+      .Value("--min-count", flags_ns::Whole(&o->walks.min_count, 1, 1000000))
+      .Value("--gamma", flags_ns::Whole(&o->walks.walks_per_vertex, 1, 1000000))
+      .Value("--length", flags_ns::Whole(&o->walks.walk_length, 1, 1000000))
+      .Value("--seed", flags_ns::Whole(&o->seed, 0, UINT64_MAX));
+  const flags_ns::ParseOutcome outcome = flags.Parse(argc, argv);
+  if (outcome == flags_ns::ParseOutcome::kHelp) {
+    Usage(stdout);
+    std::exit(0);
   }
+  if (outcome == flags_ns::ParseOutcome::kError) return false;
   if (o->graph.empty()) {
     std::fprintf(stderr, "nodefl-histogram-bench: --graph is required (see --help)\n");
     return false;
