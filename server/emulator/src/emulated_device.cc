@@ -46,6 +46,7 @@ EmulatedDevice::EmulatedDevice(asio::io_context& io, const FleetSetup& fleet, De
       setup_(std::move(setup)),
       strand_(asio::make_strand(io)),
       wake_(strand_),
+      drained_(strand_),
       poll_timer_(strand_) {}
 
 EmulatedDevice::~EmulatedDevice() = default;
@@ -200,10 +201,7 @@ void EmulatedDevice::Stop() {
   });
 }
 
-void EmulatedDevice::Wake() {
-  wake_pending_ = true;
-  wake_.cancel();
-}
+void EmulatedDevice::Wake() { wake_.Wake(); }
 
 asio::awaitable<bool> EmulatedDevice::Connect() {
   asio::steady_timer pause(strand_);
@@ -292,7 +290,6 @@ asio::awaitable<void> EmulatedDevice::Run() {
 
 asio::awaitable<void> EmulatedDevice::Reader() {
   std::vector<uint8_t> chunk(kSocketReadChunk);
-  asio::steady_timer pause(strand_);
   while (connection_up_) {
     boost::system::error_code ec;
     const size_t n = co_await socket_->async_read_some(asio::buffer(chunk),
@@ -315,9 +312,11 @@ asio::awaitable<void> EmulatedDevice::Reader() {
       NoteProgress();
       Wake();
       if (!pending.empty()) {
-        // The pump's output is full: let the writer drain it first.
-        pause.expires_after(std::chrono::milliseconds(1));
-        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        // The pump's output is full: the writer drains it and wakes us. The
+        // poll interval only bounds the wait should no output be pending
+        // (the pump's contract says there is).
+        co_await drained_.WaitUntil(Clock::now() + fleet_.poll_interval);
+        if (!socket_->is_open()) co_return;  // the writer failed and closed it
       }
     }
   }
@@ -335,17 +334,13 @@ asio::awaitable<void> EmulatedDevice::Writer() {
         CloseSocket();
         co_return;
       }
-      if (!wake_pending_) {
-        wake_.expires_at(Clock::time_point::max());
-        boost::system::error_code ec;
-        co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      }
-      wake_pending_ = false;
+      co_await wake_.Wait();
       continue;
     }
     // Copy first: the pump keeps appending while the socket write waits.
     batch.assign(out.begin(), out.end());
     const Status consumed = pump_->ConsumeOutput(out.size(), NowMicros());
+    drained_.Wake();  // the pump has room again for what the reader holds
     boost::system::error_code ec;
     co_await asio::async_write(*socket_, asio::buffer(batch), asio::redirect_error(asio::use_awaitable, ec));
     if (ec || !consumed.ok()) {
@@ -445,6 +440,7 @@ void EmulatedDevice::CloseSocket() {
   boost::system::error_code ignored;
   socket_->shutdown(tcp::socket::shutdown_both, ignored);
   socket_->close(ignored);
+  drained_.Wake();  // a reader waiting for output room sees the socket closed
 }
 
 std::string EmulatedDevice::PumpError(const char* what, Status status) const {

@@ -34,6 +34,7 @@
 #include "nodefl/fedwalk/walk_sizing.h"
 #include "nodefl/fedwalk/walk_role.h"
 #include "nodefl/emulator/shared_pair_keys.h"
+#include "nodefl/host/net/wake_latch.h"
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/echo/neighbour_echo.h"
@@ -198,7 +199,11 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   const FleetSetup& fleet_;
   DeviceSetup setup_;
   asio::strand<asio::io_context::executor_type> strand_;
-  asio::steady_timer wake_;
+  // The writer sleeps on wake_ until the pump has output (Wake()); the
+  // reader, holding bytes the pump could not take yet, sleeps on drained_
+  // until the writer has freed output room.
+  host::net::WakeLatch wake_;
+  host::net::WakeLatch drained_;
   asio::steady_timer poll_timer_;
 
   Drbg drbg_;
@@ -247,7 +252,6 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   bool connection_up_ = false;
   bool stopping_ = false;
   bool failed_ = false;
-  bool wake_pending_ = false;
   bool counted_finished_ = false;
   uint32_t connection_epoch_ = 0;
   std::string last_error_;
