@@ -72,14 +72,17 @@ uint32_t UploadKind(PrivacyMode mode) {
                                                            : fw::HctArtefact::kDegreeHistogram);
 }
 
-// Polls until the compute phase publishes round 3 (or a few seconds pass).
+// Job compute runs on this executor: a test decides when it runs, so no
+// test waits on a thread or sleeps.
+ManualExecutor& Compute() {
+  static ManualExecutor executor;
+  return executor;
+}
+
+// Runs the compute phase, then polls the job once: it publishes round 3.
 std::vector<RoundStart> WaitForPublish(FedWalkHctJob& job, uint64_t now_us) {
-  for (int i = 0; i < 500; ++i) {
-    std::vector<RoundStart> r = job.Poll(now_us);
-    if (!r.empty() || job.finished()) return r;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return {};
+  EXPECT_EQ(Compute().RunAll(), 1u);
+  return job.Poll(now_us);
 }
 
 class FedWalkHctJobTest : public ::testing::TestWithParam<PrivacyMode> {
@@ -101,6 +104,7 @@ class FedWalkHctJobTest : public ::testing::TestWithParam<PrivacyMode> {
     options_.round_deadline_ms = 1000;
     options_.compute_threads = 2;
     options_.bin_plan_seed = 11;
+    options_.executor = &Compute();
   }
 
   std::vector<uint32_t> All() const {

@@ -31,8 +31,16 @@ std::vector<uint32_t> Neighbours(uint32_t v) {
   return out;
 }
 
+// Job compute runs on this executor: a test decides when it runs, so no
+// test waits on a thread or sleeps.
+ManualExecutor& Compute() {
+  static ManualExecutor executor;
+  return executor;
+}
+
 FedWalkHistogramOptions Options(fedwalk::PartitionScheme scheme = fedwalk::PartitionScheme::kRandom) {
   FedWalkHistogramOptions o;
+  o.executor = &Compute();
   o.plan.total_epsilon = 8;
   o.plan.scheme = scheme;
   o.plan.clusters = scheme == fedwalk::PartitionScheme::kRefined ? 3 : 0;
@@ -75,12 +83,10 @@ nodefl_wire_JobReport Report(uint32_t code, double epsilon, uint32_t releases = 
   return r;
 }
 
-// Polls until the job finishes (the walks and training run on a thread).
+// Runs the walks and training, then polls: the job finishes.
 void PollUntilFinished(FedWalkHistogramJob& job, uint64_t now_us) {
-  for (int i = 0; i < 3000 && !job.finished(); ++i) {
-    (void)job.Poll(now_us);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  EXPECT_EQ(Compute().RunAll(), 1u);
+  (void)job.Poll(now_us);
   ASSERT_TRUE(job.finished());
 }
 
@@ -138,11 +144,10 @@ TEST(FedWalkHistogramJobTest, TheRefinedPlanStartsASecondRoundAgainstTheNewParti
                        devices[v].Release(first[0], &spent), 10);
     (void)job.OnReport(v, 1, Report(0, spent), 20);
   }
-  std::vector<RoundStart> second;
-  for (int i = 0; i < 3000 && second.empty(); ++i) {
-    second = job.Poll(30);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  // The refinement (spectral clusters of the first release) runs, then
+  // the second release starts.
+  EXPECT_EQ(Compute().RunAll(), 1u);
+  std::vector<RoundStart> second = job.Poll(30);
   ASSERT_EQ(second.size(), 1u);
   EXPECT_EQ(second[0].round, 2u);
   const auto params = fw::DecodeHistogramParameters(ConstByteSpan(second[0].parameters));

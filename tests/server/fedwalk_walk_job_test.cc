@@ -61,8 +61,16 @@ std::vector<uint8_t> ResultRecord(uint32_t walk_id, fw::WalkOutcome outcome, uin
 
 constexpr uint32_t kResult = static_cast<uint32_t>(fw::WalkRecord::kWalkResult);
 
+// Job compute runs on this executor: a test decides when it runs, so no
+// test waits on a thread or sleeps.
+ManualExecutor& Compute() {
+  static ManualExecutor executor;
+  return executor;
+}
+
 FedWalkWalkOptions Options() {
   FedWalkWalkOptions o;
+  o.executor = &Compute();
   o.params.length = 4;
   o.params.p = 0;
   o.params.epsilon_per_encoding = 0.5;
@@ -79,11 +87,10 @@ FedWalkWalkOptions Options() {
   return o;
 }
 
+// Runs SkipGram training, then polls: the job finishes.
 void WaitFinished(FedWalkWalkJob& job, uint64_t now_us) {
-  for (int i = 0; i < 1000 && !job.finished(); ++i) {
-    job.Poll(now_us);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  Compute().RunAll();
+  job.Poll(now_us);
 }
 
 TEST(FedWalkWalkJobTest, ExpectedMessagesFollowTheRecurrence) {

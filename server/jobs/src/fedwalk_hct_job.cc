@@ -58,7 +58,7 @@ FedWalkHctJob::FedWalkHctJob(FedWalkHctOptions options, std::vector<uint32_t> pa
 }
 
 FedWalkHctJob::~FedWalkHctJob() {
-  if (worker_.joinable()) worker_.join();
+  worker_.Wait();
 }
 
 std::vector<RoundStart> FedWalkHctJob::Begin(uint64_t now_us) {
@@ -255,7 +255,7 @@ std::vector<RoundStart> FedWalkHctJob::Poll(uint64_t now_us) {
       return {};
     case Phase::kComputing:
       if (compute_done_.load()) {
-        worker_.join();
+        worker_.Wait();
         if (!compute_error_.empty()) {
           Finish();
           return {};
@@ -314,7 +314,7 @@ void FedWalkHctJob::StartCompute(uint64_t now_us) {
     if (r.state == State::kPublish) leaves_.push_back(id);
   }
   summary_.vertices_in_tree = static_cast<uint32_t>(leaves_.size());
-  worker_ = std::thread([this] { RunCompute(); });
+  worker_.Start(options_.executor, [this] { RunCompute(); });
 }
 
 void FedWalkHctJob::RunCompute() {

@@ -48,7 +48,7 @@ FedWalkHistogramJob::FedWalkHistogramJob(FedWalkHistogramOptions options, std::v
 }
 
 FedWalkHistogramJob::~FedWalkHistogramJob() {
-  if (worker_.joinable()) worker_.join();
+  worker_.Wait();
 }
 
 std::vector<RoundStart> FedWalkHistogramJob::Begin(uint64_t now_us) {
@@ -206,11 +206,11 @@ void FedWalkHistogramJob::CloseRound(uint64_t now_us) {
   if (round_ < summary_.plan.size()) {
     phase_ = Phase::kRefining;
     worker_stage_ = 0;
-    worker_ = std::thread([this] { RunRefine(); });
+    worker_.Start(options_.executor, [this] { RunRefine(); });
   } else {
     phase_ = Phase::kWalking;
     worker_stage_ = 1;
-    worker_ = std::thread([this] { RunWalksAndTraining(); });
+    worker_.Start(options_.executor, [this] { RunWalksAndTraining(); });
   }
 }
 
@@ -223,12 +223,12 @@ std::vector<RoundStart> FedWalkHistogramJob::Poll(uint64_t now_us) {
     }
     case Phase::kRefining:
       if (!worker_done_.load()) return {};
-      worker_.join();
+      worker_.Wait();
       summary_.seconds_refine += Seconds(round_started_us_, now_us);
       return StartRound(now_us, std::move(next_partition_));
     case Phase::kWalking:
       if (!worker_done_.load()) return {};
-      worker_.join();
+      worker_.Wait();
       Finish();
       return {};
     case Phase::kIdle:

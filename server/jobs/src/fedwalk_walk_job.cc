@@ -56,7 +56,7 @@ FedWalkWalkJob::FedWalkWalkJob(FedWalkWalkOptions options, std::vector<uint32_t>
 }
 
 FedWalkWalkJob::~FedWalkWalkJob() {
-  if (trainer_.joinable()) trainer_.join();
+  trainer_.Wait();
 }
 
 std::vector<RoundStart> FedWalkWalkJob::Begin(uint64_t now_us) {
@@ -338,7 +338,7 @@ std::vector<RoundStart> FedWalkWalkJob::Poll(uint64_t now_us) {
     }
     case Phase::kTraining:
       if (training_done_.load()) {
-        trainer_.join();
+        trainer_.Wait();
         Finish();
       }
       return {};
@@ -364,7 +364,7 @@ void FedWalkWalkJob::StartTraining(uint64_t now_us) {
     const double var = n > 1 ? (sum2 - sum * sum / n) / (n - 1) : 0;
     summary_.hops_stderr = std::sqrt(std::max(var, 0.0) / n);
   }
-  trainer_ = std::thread([this] { RunTraining(); });
+  trainer_.Start(options_.executor, [this] { RunTraining(); });
 }
 
 void FedWalkWalkJob::RunTraining() {

@@ -30,6 +30,7 @@
 #include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/pipeline/hct_pipeline.h"
 #include "nodefl/server/fedwalk/common/hct_transcript.h"
+#include "nodefl/server/jobs/compute_executor.h"
 #include "nodefl/server/jobs/job.h"
 
 namespace nodefl::server::jobs {
@@ -44,6 +45,9 @@ struct FedWalkHctOptions {
   std::string output_dir;                 // empty: write nothing
   bool scaled_encoder = false;            // Eq. 12 with the score divided by 2Δu
   double score_clip = 0;                  // Eq. 10 clipped to [-B, 0], Δu = B; 0: no clip
+  // Where the heavy math runs; nullptr: a thread of its own
+  // (compute_executor.h). Tests pass a ManualExecutor.
+  ComputeExecutor* executor = nullptr;
 };
 
 // Per-device state, for the summary and for tests.
@@ -135,7 +139,7 @@ class FedWalkHctJob final : public Job {
   std::vector<float> vectors_;  // vertex_count x bins, NaN = none
 
   // Compute phase.
-  std::thread worker_;
+  ComputeTask worker_;  // the heavy math, on options_.executor
   std::atomic<bool> compute_done_{false};
   fedwalk::HctPipelineProgress progress_;
   std::vector<uint32_t> leaves_;       // leaf index -> device id

@@ -34,6 +34,7 @@
 #include "nodefl/server/fedwalk/histogram_walks/histogram_plan.h"
 #include "nodefl/server/fedwalk/histogram_walks/histogram_walks.h"
 #include "nodefl/server/fedwalk/skipgram/skipgram_options.h"
+#include "nodefl/server/jobs/compute_executor.h"
 #include "nodefl/server/jobs/job.h"
 
 namespace nodefl::server::jobs {
@@ -47,6 +48,9 @@ struct FedWalkHistogramOptions {
   unsigned compute_threads = 2;
   uint64_t seed = 0;  // 0: from std::random_device (partitions, walks, training)
   std::string output_dir;
+  // Where the heavy math runs; nullptr: a thread of its own
+  // (compute_executor.h). Tests pass a ManualExecutor.
+  ComputeExecutor* executor = nullptr;
 };
 
 struct HistogramDeviceRecord {
@@ -125,7 +129,7 @@ class FedWalkHistogramJob final : public Job {
   std::unique_ptr<fedwalk::ClusterHistograms> histograms_ = std::make_unique<fedwalk::ClusterHistograms>();
 
   // Worker thread (refinement, walks and training).
-  std::thread worker_;
+  ComputeTask worker_;  // the heavy math, on options_.executor
   std::atomic<bool> worker_done_{false};
   std::atomic<uint64_t> progress_done_{0}, progress_total_{0};
   std::atomic<int> worker_stage_{0};  // 0 refining, 1 walking, 2 training

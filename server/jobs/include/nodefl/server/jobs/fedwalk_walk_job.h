@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "nodefl/protocol/fedwalk/walk_format.h"
+#include "nodefl/server/jobs/compute_executor.h"
 #include "nodefl/server/jobs/job.h"
 
 namespace nodefl::server::fedwalk {
@@ -58,6 +59,9 @@ struct FedWalkWalkOptions {
   std::string output_dir;
   double score_sensitivity = 0;  // Δu of the run's codebook, for the summary
   bool scaled_encoder = false;   // the codebook uses the sensitivity-scaled score
+  // Where the heavy math runs; nullptr: a thread of its own
+  // (compute_executor.h). Tests pass a ManualExecutor.
+  ComputeExecutor* executor = nullptr;
 };
 
 struct WalkSummary {
@@ -164,7 +168,7 @@ class FedWalkWalkJob final : public Job {
   std::unique_ptr<fedwalk::WalkCorpus> corpus_;
   std::vector<uint16_t> hops_;
 
-  std::thread trainer_;
+  ComputeTask trainer_;  // the heavy math, on options_.executor
   std::atomic<bool> training_done_{false};
   std::atomic<uint64_t> trained_tokens_{0};
 };
