@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/core/sorted_search.h"
 #include "nodefl/crypto/sha256.h"
 #include "nodefl/protocol/envelope_codec.h"
 #include "nodefl/roles/peer_key_requests.h"
@@ -53,16 +54,7 @@ uint32_t SecureCompareRole::round() const {
 }
 
 ComparePeer* SecureCompareRole::FindPeer(uint32_t id) {
-  size_t lo = 0, hi = peers_.size();
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (peers_[mid].id < id) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return (lo < peers_.size() && peers_[lo].id == id) ? &peers_[lo] : nullptr;
+  return FindSorted(peers_, id, [](const ComparePeer& p) { return p.id; });
 }
 
 // Both parties derive the OT tag from public facts of the session; the

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "nodefl/core/sorted_search.h"
 #include "nodefl/roles/peer_key_requests.h"
 #include "nodefl/seal/job_keys.h"
 #include "nodefl/seal/peer_certificate.h"
@@ -75,16 +76,7 @@ void NeighbourEchoRole::ExpectedPlaintext(uint64_t job_id, uint32_t src, uint32_
 }
 
 EchoPeer* NeighbourEchoRole::FindPeer(uint32_t id) {
-  size_t lo = 0, hi = peers_.size();
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (peers_[mid].id < id) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return (lo < peers_.size() && peers_[lo].id == id) ? &peers_[lo] : nullptr;
+  return FindSorted(peers_, id, [](const EchoPeer& p) { return p.id; });
 }
 
 bool NeighbourEchoRole::AllKeysSettled() const { return keys_settled_ == peers_.size(); }

@@ -1,9 +1,16 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/fedwalk/walk_peers.h"
 
+#include "nodefl/core/sorted_search.h"
 #include "nodefl/protocol/envelope_codec.h"
 
 namespace nodefl::fedwalk {
+namespace {
+
+// Neighbours are kept sorted by id (Bind checks), so lookups bisect.
+constexpr auto kPeerId = [](const WalkPeer& p) { return p.id; };
+
+}  // namespace
 
 WalkPeerTable::WalkPeerTable(const tls::TlsCredentials& credentials, crypto::RandomFunction random,
                              void* random_context)
@@ -48,30 +55,10 @@ void WalkPeerTable::SetState(WalkPeer* p, PeerKeyState state) {
   if (state == PeerKeyState::kRequested) ++outstanding_;
 }
 
-bool WalkPeerTable::IsNeighbour(uint32_t id) const {
-  size_t lo = 0, hi = neighbours_.size();
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (neighbours_[mid].id < id) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo < neighbours_.size() && neighbours_[lo].id == id;
-}
+bool WalkPeerTable::IsNeighbour(uint32_t id) const { return FindSorted(neighbours_, id, kPeerId) != nullptr; }
 
 WalkPeer* WalkPeerTable::Find(uint32_t id) {
-  size_t lo = 0, hi = neighbours_.size();
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (neighbours_[mid].id < id) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  if (lo < neighbours_.size() && neighbours_[lo].id == id) return &neighbours_[lo];
+  if (WalkPeer* p = FindSorted(neighbours_, id, kPeerId)) return p;
   for (WalkPeer& p : cache_) {
     if (p.state != PeerKeyState::kUnused && p.id == id) return &p;
   }
