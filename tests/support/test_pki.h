@@ -3,7 +3,7 @@
 // TestPki: a complete deployment PKI in memory for tests: a CA, a server
 // certificate, device certificates, and deliberately wrong certificates
 // (other CA, odd common names, expired) for negative tests. It uses the
-// same issuing code as the nodefl-ca tool (server/ca/pki), so what tests
+// same issuing code as the nodefl-ca tool (server/host/pki), so what tests
 // accept is what deployments get.
 //
 // Deterministic for a given seed (keys and serials come from a
