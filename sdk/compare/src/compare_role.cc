@@ -85,7 +85,7 @@ Status SecureCompareRole::StartJob(const nodefl_wire_Envelope& message) {
     if (phase_ != Phase::kIdle && message.job_id == job_id_) {
       // The job this role runs, again (a reconnect, or a replay): keep the
       // ephemeral key and the counters under it; only repeat the report.
-      if (last_report_round_ == 1) resend_report_ = true;
+      report_.OnRepeatedRound(1);
       return Status::Ok();
     }
     Result<CompareJobParameters> params = DecodeCompareParameters(protocol::BytesOf(start.parameters));
@@ -111,8 +111,8 @@ Status SecureCompareRole::StartJob(const nodefl_wire_Envelope& message) {
     request_cursor_ = session_request_cursor_ = 0;
     outstanding_requests_ = keys_settled_ = 0;
     session_requests_sent_ = false;
-    last_report_round_ = 0;
-    resend_report_ = report_due_ = false;
+    report_.Reset();
+    report_due_ = false;
     for (Early& e : early_) e.used = false;
     for (CompareContext& c : contexts_) {
       if (c.busy) c.session.Abort(Status::Cancelled());
@@ -448,12 +448,11 @@ void SecureCompareRole::OnSessionRestart(bool) {
   }
   // The server keeps our job key; announcing it again covers one that lost it.
   if (phase_ != Phase::kIdle && phase_ != Phase::kDone) job_key_.OnSessionRestart();
-  if (last_report_round_ != 0) resend_report_ = true;
+  report_.OnSessionRestart();
 }
 
 Status SecureCompareRole::Report(device::DeviceSession& session, uint32_t round, Status outcome) {
-  last_report_round_ = round;
-  last_report_outcome_ = outcome;
+  report_.Sent(round, outcome);
   nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_report_tag, job_id_, round);
   nodefl_wire_JobReport& r = m.body.job_report;
   r.kind = nodefl_wire_JobKind_JOB_KIND_SECURE_COMPARE;
@@ -467,10 +466,8 @@ Status SecureCompareRole::Report(device::DeviceSession& session, uint32_t round,
 }
 
 Status SecureCompareRole::OnPoll(uint64_t, device::DeviceSession& session) {
-  if (resend_report_ && session.CanSend()) {
-    resend_report_ = false;
-    NODEFL_TRY(Report(session, last_report_round_, last_report_outcome_));
-  }
+  NODEFL_TRY(report_.Flush(session.CanSend(),
+                           [&](uint32_t round, Status outcome) { return Report(session, round, outcome); }));
   if (phase_ == Phase::kIdle || phase_ == Phase::kDone) return Status::Ok();
   if (phase_ == Phase::kKeys) {
     NODEFL_TRY(SendKeyRequests(session));

@@ -89,7 +89,7 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
     if (phase_ != Phase::kIdle && message.job_id == job_id_) {
       // The job this role runs, again (a reconnect, or a replay): keep the
       // ephemeral key and the counters under it; only repeat the report.
-      if (last_report_round_ == 1) resend_report_ = true;
+      report_.OnRepeatedRound(1);
       return Status::Ok();
     }
     const ConstByteSpan params = protocol::BytesOf(start.parameters);
@@ -112,8 +112,7 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
     send_pass_ = 0;
     keys_settled_ = 0;
     outstanding_requests_ = 0;
-    last_report_round_ = 0;
-    resend_report_ = false;
+    report_.Reset();
     for (EchoPeer& p : peers_) {
       p.job_keys.Wipe();
       p.window = seal::ReplayWindow();
@@ -133,7 +132,7 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
     if (message.job_id != job_id_ || phase_ == Phase::kIdle) return Status::FailedPrecondition();
     if (phase_ == Phase::kSend || phase_ == Phase::kDone) {
       // Round 2 again (a reconnect, or a replay): go on; repeat the report.
-      if (last_report_round_ == 2) resend_report_ = true;
+      report_.OnRepeatedRound(2);
       return Status::Ok();
     }
     phase_ = Phase::kSend;
@@ -302,12 +301,11 @@ void NeighbourEchoRole::OnSessionRestart(bool /*resumed*/) {
   // and covers a server that lost it.
   if (phase_ != Phase::kIdle && phase_ != Phase::kDone) job_key_.OnSessionRestart();
   // A report may not have reached the server: repeat the latest one.
-  if (last_report_round_ != 0) resend_report_ = true;
+  report_.OnSessionRestart();
 }
 
 Status NeighbourEchoRole::Report(device::DeviceSession& session, uint32_t round, Status outcome) {
-  last_report_round_ = round;
-  last_report_outcome_ = outcome;
+  report_.Sent(round, outcome);
   nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_report_tag, job_id_, round);
   nodefl_wire_JobReport& r = m.body.job_report;
   r.kind = nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO;
@@ -322,10 +320,8 @@ Status NeighbourEchoRole::Report(device::DeviceSession& session, uint32_t round,
 
 Status NeighbourEchoRole::OnPoll(uint64_t now_us, device::DeviceSession& session) {
   now_us_ = now_us;
-  if (resend_report_ && session.CanSend()) {
-    resend_report_ = false;
-    NODEFL_TRY(Report(session, last_report_round_, last_report_outcome_));
-  }
+  NODEFL_TRY(report_.Flush(session.CanSend(),
+                           [&](uint32_t round, Status outcome) { return Report(session, round, outcome); }));
   if (phase_ == Phase::kIdle || phase_ == Phase::kDone) return Status::Ok();
   if (deadline_us_ != 0 && now_us > deadline_us_) deadline_passed_ = true;
 

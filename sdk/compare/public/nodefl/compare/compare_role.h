@@ -41,6 +41,7 @@
 #include "nodefl/protocol/compare/job_format.h"
 #include "nodefl/protocol/peer_directory.h"
 #include "nodefl/roles/job_key_announcer.h"
+#include "nodefl/roles/report_repeater.h"
 #include "nodefl/seal/pair_key_source.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/seal/replay_window.h"
@@ -172,9 +173,7 @@ class SecureCompareRole final : public device::Role {
   uint32_t keys_settled_ = 0;
   size_t session_request_cursor_ = 0;
   bool session_requests_sent_ = false;
-  uint32_t last_report_round_ = 0;
-  Status last_report_outcome_;
-  bool resend_report_ = false;
+  roles::ReportRepeater report_;  // the latest report, repeated when the server may lack it
   bool report_due_ = false;  // round 3 started
   Early early_[kEarlyMessages];
   // One sealed plaintext, or a session's input values.

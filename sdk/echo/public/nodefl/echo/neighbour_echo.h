@@ -35,6 +35,7 @@
 #include "nodefl/device/role.h"
 #include "nodefl/protocol/peer_directory.h"
 #include "nodefl/roles/job_key_announcer.h"
+#include "nodefl/roles/report_repeater.h"
 #include "nodefl/seal/pair_keys.h"
 #include "nodefl/protocol/echo/job_format.h"
 #include "nodefl/seal/replay_window.h"
@@ -134,9 +135,7 @@ class NeighbourEchoRole final : public device::Role {
   uint32_t outstanding_requests_ = 0;
   // The last JobReport sent, so a reconnect can repeat it (the server treats
   // a repeat as a no-op).
-  uint32_t last_report_round_ = 0;
-  Status last_report_outcome_;
-  bool resend_report_ = false;
+  roles::ReportRepeater report_;  // the latest report, repeated when the server may lack it
   Stats stats_;
 };
 
