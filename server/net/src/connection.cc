@@ -47,6 +47,7 @@ Connection::Connection(ServerContext& context, std::unique_ptr<host::net::ByteSt
       writer_wake_(strand_),
       written_(strand_),
       peer_key_slot_(strand_),
+      relay_room_(strand_),
       deadline_timer_(strand_),
       id_(connection_id),
       frame_storage_(protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes),
@@ -254,6 +255,7 @@ void Connection::Close() {
   writer_wake_.Wake();
   written_.Wake();
   peer_key_slot_.Wake();
+  relay_room_.Wake();
   deadline_timer_.cancel();
 }
 
@@ -393,6 +395,7 @@ asio::awaitable<void> Connection::Writer() {
     if (state_ == State::kRunning && !close_after_flush_ && batch.size() < kWriteBatchBytes) {
       taken.clear();
       ctx_.relay->Take(device_id_, generation_, kRelayTakeMessages, kWriteBatchBytes, &taken);
+      if (!taken.empty()) ctx_.relay_room.Notify(device_id_);  // senders to us may submit again
       for (const RelayMessage& m : taken) {
         protocol::InitEnvelope(&env, nodefl_wire_Envelope_relay_deliver_tag, next_out_seq_, m.job_id, m.round);
         env.body.relay_deliver.src = m.src;
@@ -557,54 +560,70 @@ asio::awaitable<bool> Connection::HandleRelaySend() {
   // server memory). It waits as long as deliveries keep draining; it is
   // refused only after relay_backpressure_wait_ms without progress (a stuck
   // receiver must not hold senders forever, a busy hub must not fail them).
+  // It sleeps until the destination's connection takes or acknowledges
+  // messages (any acknowledgement, when the relay's memory is full), and
+  // looks again at least every kRecheck for progress nobody announces (the
+  // destination's session ending).
+  constexpr auto kRecheck = std::chrono::milliseconds(50);
   const auto patience = std::chrono::milliseconds(ctx_.config.relay_backpressure_wait_ms);
   auto give_up = Clock::now() + patience;
   uint64_t drained = 0;
-  auto pause = std::chrono::milliseconds(1);
-  asio::steady_timer timer(strand_);
-  while (true) {
-    const SubmitResult r = ctx_.relay->Submit(device_id_, send.dst,
-                                              std::span<const uint8_t>(send.sealed.bytes, send.sealed.size),
-                                              in_->job_id, in_->round);
-    if (Accepted(r.result)) {
-      ctx_.counters.relay_sent.fetch_add(1, std::memory_order_relaxed);
-      ctx_.counters.relay_bytes.fetch_add(send.sealed.size, std::memory_order_relaxed);
-      co_return true;
-    }
+  const auto submit = [&] {
+    return ctx_.relay->Submit(device_id_, send.dst, std::span<const uint8_t>(send.sealed.bytes, send.sealed.size),
+                              in_->job_id, in_->round);
+  };
+  SubmitResult r = submit();
+  while (!Accepted(r.result)) {
     const bool destination_full = r.result == RelayResult::kRefusedQueueFull;
     const bool relay_full = r.result == RelayResult::kRefusedRelayMemoryFull;
-    if ((destination_full || relay_full) && state_ == State::kRunning) {
-      // Progress is the destination draining (its queue is full), or any
-      // device draining (the relay's memory as a whole is full).
-      uint64_t progress = drained;
-      if (destination_full) {
-        if (const auto q = ctx_.relay->QueueSnapshot(send.dst)) progress = q->highest_delivered;
-      } else {
-        progress = ctx_.relay->Stats().acked;
-      }
-      if (progress != drained) {
-        drained = progress;
-        give_up = Clock::now() + patience;
-      }
-      if (Clock::now() < give_up) {
-        timer.expires_after(pause);
-        boost::system::error_code ec;
-        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        pause = std::min(pause * 2, std::chrono::milliseconds(50));
-        continue;
-      }
+    if (!(destination_full || relay_full) || state_ != State::kRunning) break;
+    // Progress is the destination draining (its queue is full), or any
+    // device draining (the relay's memory as a whole is full).
+    uint64_t progress = drained;
+    if (destination_full) {
+      if (const auto q = ctx_.relay->QueueSnapshot(send.dst)) progress = q->highest_delivered;
+    } else {
+      progress = ctx_.relay->Stats().acked;
     }
-    const bool client_error = r.result == RelayResult::kRefusedUnknownDestination ||
-                              r.result == RelayResult::kRefusedTooLarge;
-    co_return Refuse(client_error ? StatusCode::kInvalidArgument : StatusCode::kResourceExhausted,
-                     "relay to device " + std::to_string(send.dst) + " refused: " +
-                         std::string(RelayResultName(r.result)),
-                     in_->seq, "relay_refused");
+    if (progress != drained) {
+      drained = progress;
+      give_up = Clock::now() + patience;
+    }
+    if (Clock::now() >= give_up) break;
+    {
+      auto wake = [weak = weak_from_this()] {
+        if (auto self = weak.lock()) asio::post(self->strand_, [self] { self->relay_room_.Wake(); });
+      };
+      const RelayRoom::Subscription room = destination_full ? ctx_.relay_room.ForDevice(send.dst, std::move(wake))
+                                                            : ctx_.relay_room.ForMemory(std::move(wake));
+      // Once more: room made from now on wakes us, room made before the
+      // subscription is seen here.
+      r = submit();
+      if (Accepted(r.result)) break;
+      co_await relay_room_.WaitUntil(std::min(give_up, Clock::now() + kRecheck));
+    }
+    r = submit();
   }
+  if (Accepted(r.result)) {
+    ctx_.counters.relay_sent.fetch_add(1, std::memory_order_relaxed);
+    ctx_.counters.relay_bytes.fetch_add(send.sealed.size, std::memory_order_relaxed);
+    co_return true;
+  }
+  const bool client_error = r.result == RelayResult::kRefusedUnknownDestination ||
+                            r.result == RelayResult::kRefusedTooLarge;
+  co_return Refuse(client_error ? StatusCode::kInvalidArgument : StatusCode::kResourceExhausted,
+                   "relay to device " + std::to_string(send.dst) + " refused: " +
+                       std::string(RelayResultName(r.result)),
+                   in_->seq, "relay_refused");
 }
 
 bool Connection::HandleRelayAck() {
   const AckResult r = ctx_.relay->Ack(device_id_, in_->body.relay_ack.relay_id);
+  if (r.status == AckStatus::kAcked) {
+    // Released messages free room in our queue and in the relay's memory.
+    ctx_.relay_room.Notify(device_id_);
+    ctx_.relay_room.NotifyMemory();
+  }
   if (r.status == AckStatus::kBeyondDelivered) {
     return Refuse(StatusCode::kInvalidArgument, "ack beyond what was delivered", in_->seq, "bad_ack");
   }

@@ -124,9 +124,12 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   host::net::WakeLatch writer_wake_;
   // The reader sleeps here while it holds back: until the writer has
   // written a batch (the control queue shrank), or a waiting peer-key
-  // request finished (a slot is free). Close() wakes both sleepers.
+  // request finished (a slot is free). Close() wakes every sleeper.
   host::net::WakeLatch written_;
   host::net::WakeLatch peer_key_slot_;
+  // ... or until the relay may have room for a RelaySend it refused
+  // (ServerContext::relay_room).
+  host::net::WakeLatch relay_room_;
   asio::steady_timer deadline_timer_;
   uint64_t id_;
   std::string remote_;

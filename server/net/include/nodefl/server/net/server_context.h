@@ -15,6 +15,7 @@
 #include "nodefl/server/core/job_keys.h"
 #include "nodefl/server/core/log.h"
 #include "nodefl/server/net/peer_certificates.h"
+#include "nodefl/server/net/relay_room.h"
 #include "nodefl/server/core/registry.h"
 #include "nodefl/server/core/relay.h"
 #include "nodefl/tls/config.h"
@@ -70,6 +71,8 @@ struct ServerContext {
   // Devices' announced job keys (may be null: answers carry none).
   JobKeyTable* job_keys = nullptr;
   JobSink* jobs = nullptr;
+  // Wakes senders held back by a full relay queue when room appears.
+  RelayRoom relay_room;
   ServerCounters counters;
 };
 
