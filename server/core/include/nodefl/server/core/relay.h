@@ -52,7 +52,8 @@
 //   * online destination: backlog (not yet taken) <= online_queue_messages
 //     and online_queue_bytes, else kRefusedQueueFull: backpressure; the
 //     sender's connection waits (ServerConfig::relay_backpressure_wait_ms,
-//     polling Submit) and then tells the sender (Error RESOURCE_EXHAUSTED);
+//     woken by the destination's takes and acks, server/net relay_room.h)
+//     and then tells the sender (Error RESOURCE_EXHAUSTED);
 //   * every destination: everything held (pending) <= pending_messages and
 //     pending_bytes, else kRefusedOfflineQueueFull when offline and
 //     kRefusedQueueFull when online (the device is not acking);
