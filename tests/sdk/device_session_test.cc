@@ -13,11 +13,25 @@
 #include "heap_counter.h"
 #include "nodefl/protocol/envelope_codec.h"
 #include "nodefl/protocol/frame.h"
+#include "scripted_server.h"
 
 namespace nodefl::device {
 namespace {
 
+using nodefl::testing::ScriptedServer;
+
 constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
+
+// This file's server asks for heartbeats every second and an idle timeout of
+// five, and runs neighbour echo jobs.
+ScriptedServer::Options ServerOptions() {
+  ScriptedServer::Options o;
+  o.job_kind = nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO;
+  o.resume_token_fill = 0xAB;
+  o.heartbeat_ms = 1000;
+  o.idle_ms = 5000;
+  return o;
+}
 
 // Records what the session hands it; sends one RelaySend per JobStart.
 class RecordingRole final : public Role {
@@ -47,69 +61,6 @@ class RecordingRole final : public Role {
   std::vector<pb_size_t> seen;
   std::vector<uint64_t> relay_ids;
   int polls = 0;
-};
-
-// The server side of the conversation.
-class ScriptedServer {
- public:
-  std::vector<uint8_t> Frame(nodefl_wire_Envelope env) {
-    env.version = protocol::kProtocolVersion;
-    if (env.seq == 0) env.seq = next_seq_++;
-    std::vector<uint8_t> out(kMaxFrame);
-    Result<size_t> n = protocol::EncodeFrame(env, out);
-    EXPECT_TRUE(n.ok());
-    out.resize(n.ok() ? *n : 0);
-    return out;
-  }
-  std::vector<uint8_t> Welcome(bool resumed = false, uint32_t heartbeat_ms = 1000, uint32_t idle_ms = 5000) {
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = nodefl_wire_Envelope_welcome_tag;
-    e.body.welcome.resume_token.size = 32;
-    std::memset(e.body.welcome.resume_token.bytes, 0xAB, 32);
-    e.body.welcome.heartbeat_interval_ms = heartbeat_ms;
-    e.body.welcome.idle_timeout_ms = idle_ms;
-    e.body.welcome.resumed = resumed;
-    return Frame(e);
-  }
-  std::vector<uint8_t> JobStart(uint64_t job, uint32_t kind = nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO) {
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = nodefl_wire_Envelope_job_start_tag;
-    e.job_id = job;
-    e.round = 1;
-    std::memcpy(&e.body.job_start.kind, &kind, sizeof(kind));
-    return Frame(e);
-  }
-  std::vector<uint8_t> Deliver(uint64_t job, uint64_t relay_id) {
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = nodefl_wire_Envelope_relay_deliver_tag;
-    e.job_id = job;
-    e.body.relay_deliver.src = 3;
-    e.body.relay_deliver.relay_id = relay_id;
-    e.body.relay_deliver.sealed.size = 4;
-    return Frame(e);
-  }
-  void Restart() { next_seq_ = 1; }
-
-  // Decodes every frame the device wrote.
-  static std::vector<nodefl_wire_Envelope> Read(DeviceSession& s) {
-    std::vector<nodefl_wire_Envelope> out;
-    ConstByteSpan bytes = s.PendingOutput();
-    size_t pos = 0;
-    while (pos + 4 <= bytes.size()) {
-      const size_t len = (size_t{bytes[pos]} << 24) | (size_t{bytes[pos + 1]} << 16) |
-                         (size_t{bytes[pos + 2]} << 8) | bytes[pos + 3];
-      nodefl_wire_Envelope e;
-      EXPECT_TRUE(protocol::DecodeEnvelope(bytes.subspan(pos + 4, len), &e).ok());
-      out.push_back(e);
-      pos += 4 + len;
-    }
-    EXPECT_EQ(pos, bytes.size());
-    s.ConsumeOutput(bytes.size());
-    return out;
-  }
-
- private:
-  uint64_t next_seq_ = 1;
 };
 
 // A LogSink that keeps every line in fixed storage, so that capturing
@@ -173,7 +124,7 @@ struct Fixture {
   std::vector<uint8_t> frame, output;
   RecordingRole role;
   DeviceSession session;
-  ScriptedServer server;
+  ScriptedServer server{ServerOptions()};
 };
 
 TEST(DeviceSessionTest, HelloThenWelcomeRegisters) {
@@ -267,7 +218,7 @@ TEST(DeviceSessionTest, ProtocolViolationsCloseWithAReason) {
   {
     Fixture f;
     f.Register();
-    EXPECT_EQ(f.Feed(f.server.JobStart(1, /*kind=*/77)), Status::Unimplemented());
+    EXPECT_EQ(f.Feed(f.server.JobStartOfKind(1, /*kind=*/77)), Status::Unimplemented());
   }
   {
     Fixture f;

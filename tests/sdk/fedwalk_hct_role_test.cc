@@ -28,6 +28,7 @@
 #include "nodefl/protocol/chunk.h"
 #include "nodefl/protocol/envelope_codec.h"
 #include "nodefl/protocol/frame.h"
+#include "scripted_server.h"
 #include "stat_util.h"
 
 namespace nodefl::fedwalk {
@@ -45,84 +46,14 @@ constexpr uint64_t kSeed = 777;
 
 // ---- The server's side -------------------------------------------------------------------
 
-class ScriptedServer {
- public:
-  std::vector<uint8_t> Frame(nodefl_wire_Envelope env) {
-    env.version = protocol::kProtocolVersion;
-    env.seq = next_seq_++;
-    std::vector<uint8_t> out(kMaxFrame);
-    Result<size_t> n = protocol::EncodeFrame(env, out);
-    EXPECT_TRUE(n.ok());
-    out.resize(n.ok() ? *n : 0);
-    return out;
-  }
-  std::vector<uint8_t> Welcome(bool resumed) {
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = nodefl_wire_Envelope_welcome_tag;
-    e.body.welcome.resume_token.size = 32;
-    std::memset(e.body.welcome.resume_token.bytes, 0x5A, 32);
-    e.body.welcome.resumed = resumed;  // no heartbeats, no idle timeout
-    return Frame(e);
-  }
-  std::vector<uint8_t> JobStart(uint64_t job, uint32_t round, const std::vector<uint8_t>& params,
-                                uint32_t deadline_ms = 0) {
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = nodefl_wire_Envelope_job_start_tag;
-    e.job_id = job;
-    e.round = round;
-    e.body.job_start.kind = nodefl_wire_JobKind_JOB_KIND_FEDWALK_HCT;
-    e.body.job_start.deadline_ms = deadline_ms;
-    std::memcpy(e.body.job_start.parameters.bytes, params.data(), params.size());
-    e.body.job_start.parameters.size = static_cast<pb_size_t>(params.size());
-    return Frame(e);
-  }
-  // Header and chunks, unencoded, so tests can tamper with them.
-  struct Transfer {
-    nodefl_wire_ChunkHeader header;
-    std::vector<nodefl_wire_Chunk> chunks;
-  };
-  Transfer Cut(HctArtefact kind, const std::vector<uint8_t>& bytes, size_t chunk_bytes) {
-    Transfer t;
-    protocol::ChunkSender sender(bytes, ++transfer_id_, static_cast<uint32_t>(kind), chunk_bytes);
-    EXPECT_TRUE(sender.MakeHeader(&t.header).ok());
-    auto chunk = std::make_unique<nodefl_wire_Chunk>();
-    for (;;) {
-      Result<bool> more = sender.NextChunk(chunk.get());
-      EXPECT_TRUE(more.ok());
-      if (!more.ok() || !*more) break;
-      t.chunks.push_back(*chunk);
-    }
-    return t;
-  }
-  std::vector<uint8_t> Header(uint64_t job, uint32_t round, const nodefl_wire_ChunkHeader& h) {
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = nodefl_wire_Envelope_chunk_header_tag;
-    e.job_id = job;
-    e.round = round;
-    e.body.chunk_header = h;
-    return Frame(e);
-  }
-  std::vector<uint8_t> Chunk(uint64_t job, uint32_t round, const nodefl_wire_Chunk& c) {
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = nodefl_wire_Envelope_chunk_tag;
-    e.job_id = job;
-    e.round = round;
-    e.body.chunk = c;
-    return Frame(e);
-  }
-  std::vector<std::vector<uint8_t>> Artefact(uint64_t job, uint32_t round, HctArtefact kind,
-                                             const std::vector<uint8_t>& bytes, size_t chunk_bytes) {
-    const Transfer t = Cut(kind, bytes, chunk_bytes);
-    std::vector<std::vector<uint8_t>> frames = {Header(job, round, t.header)};
-    for (const auto& c : t.chunks) frames.push_back(Chunk(job, round, c));
-    return frames;
-  }
-  void Restart() { next_seq_ = 1; }
+using nodefl::testing::ScriptedServer;
 
- private:
-  uint64_t next_seq_ = 1;
-  uint64_t transfer_id_ = 100;
-};
+// The scripted server runs HCT jobs (no heartbeats, no idle timeout).
+ScriptedServer::Options HctServer() {
+  ScriptedServer::Options o;
+  o.job_kind = nodefl_wire_JobKind_JOB_KIND_FEDWALK_HCT;
+  return o;
+}
 
 // What the device sent, decoded: uploads received with protocol::ChunkReceiver.
 struct Collected {
@@ -183,22 +114,6 @@ struct Collected {
   protocol::ChunkReceiver receiver;
 };
 
-std::vector<nodefl_wire_Envelope> ReadOutput(DeviceSession& s) {
-  std::vector<nodefl_wire_Envelope> out;
-  ConstByteSpan bytes = s.PendingOutput();
-  size_t pos = 0;
-  auto e = std::make_unique<nodefl_wire_Envelope>();
-  while (pos + 4 <= bytes.size()) {
-    const size_t len = (size_t{bytes[pos]} << 24) | (size_t{bytes[pos + 1]} << 16) |
-                       (size_t{bytes[pos + 2]} << 8) | bytes[pos + 3];
-    EXPECT_TRUE(protocol::DecodeEnvelope(bytes.subspan(pos + 4, len), e.get()).ok());
-    out.push_back(*e);
-    pos += 4 + len;
-  }
-  EXPECT_EQ(pos, bytes.size());
-  s.ConsumeOutput(bytes.size());
-  return out;
-}
 
 // ---- The graph ----------------------------------------------------------------------------
 
@@ -326,7 +241,7 @@ class Device {
     EXPECT_TRUE(role.Init(static_cast<uint32_t>(s.neighbours.size()) + setup.extra_degree).ok());
     EXPECT_TRUE(session.AddRole(role).ok());
     EXPECT_TRUE(session.Start(now).ok());
-    ReadOutput(session);  // Hello
+    ScriptedServer::Read(session);  // Hello
     EXPECT_TRUE(Feed(server.Welcome(false)).ok());
     EXPECT_EQ(session.state(), SessionState::kReady);
   }
@@ -350,7 +265,7 @@ class Device {
       Status s;
       NODEFL_EXPECT_NO_HEAP(s = session.Poll(now));
       if (!s.ok()) return s;
-      const auto frames = ReadOutput(session);
+      const auto frames = ScriptedServer::Read(session);
       for (const auto& e : frames) got.Take(e);
       if (frames.empty()) return Status::Ok();
     }
@@ -358,7 +273,7 @@ class Device {
   // The transport breaks; the device reconnects and the server resumes it.
   void Reconnect() {
     ASSERT_TRUE(session.Reconnect(now).ok());
-    ReadOutput(session);  // Hello; the old connection's output is gone
+    ScriptedServer::Read(session);  // Hello; the old connection's output is gone
     got.ConnectionLost();
     server.Restart();
     ASSERT_TRUE(Feed(server.Welcome(true)).ok());
@@ -415,7 +330,7 @@ class Device {
 
  public:
   DeviceSession session;
-  ScriptedServer server;
+  ScriptedServer server{HctServer()};
   Collected got;
   uint64_t now = 1'000;
 };

@@ -20,6 +20,7 @@
 #include "nodefl/protocol/chunk.h"
 #include "nodefl/protocol/envelope_codec.h"
 #include "nodefl/protocol/frame.h"
+#include "scripted_server.h"
 
 namespace nodefl::fedwalk {
 namespace {
@@ -35,67 +36,23 @@ constexpr uint64_t kSeed = 4242;
 
 // ---- The server's side -------------------------------------------------------------------
 
-class ScriptedServer {
- public:
-  std::vector<uint8_t> Frame(nodefl_wire_Envelope env) {
-    env.version = protocol::kProtocolVersion;
-    env.seq = next_seq_++;
-    std::vector<uint8_t> out(kMaxFrame);
-    Result<size_t> n = protocol::EncodeFrame(env, out);
-    EXPECT_TRUE(n.ok());
-    out.resize(n.ok() ? *n : 0);
-    return out;
-  }
-  std::vector<uint8_t> Welcome(bool resumed) {
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = nodefl_wire_Envelope_welcome_tag;
-    e.body.welcome.resume_token.size = 32;
-    std::memset(e.body.welcome.resume_token.bytes, 0x5A, 32);
-    e.body.welcome.resumed = resumed;
-    return Frame(e);
-  }
-  std::vector<uint8_t> JobStart(uint64_t job, uint32_t round, const HistogramParameters& p,
-                                uint32_t deadline_ms = 0) {
-    std::vector<uint8_t> params(kHistogramParametersBytes);
-    EXPECT_TRUE(EncodeHistogramParameters(p, params).ok());
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = nodefl_wire_Envelope_job_start_tag;
-    e.job_id = job;
-    e.round = round;
-    e.body.job_start.kind = nodefl_wire_JobKind_JOB_KIND_FEDWALK_HISTOGRAMS;
-    e.body.job_start.deadline_ms = deadline_ms;
-    std::memcpy(e.body.job_start.parameters.bytes, params.data(), params.size());
-    e.body.job_start.parameters.size = static_cast<pb_size_t>(params.size());
-    return Frame(e);
-  }
-  std::vector<std::vector<uint8_t>> Artefact(uint64_t job, uint32_t round, uint32_t kind,
-                                             const std::vector<uint8_t>& bytes, size_t chunk_bytes) {
-    protocol::ChunkSender sender(bytes, ++transfer_id_, kind, chunk_bytes);
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = nodefl_wire_Envelope_chunk_header_tag;
-    e.job_id = job;
-    e.round = round;
-    EXPECT_TRUE(sender.MakeHeader(&e.body.chunk_header).ok());
-    std::vector<std::vector<uint8_t>> frames = {Frame(e)};
-    auto c = std::make_unique<nodefl_wire_Envelope>();
-    for (;;) {
-      *c = nodefl_wire_Envelope_init_zero;
-      c->which_body = nodefl_wire_Envelope_chunk_tag;
-      c->job_id = job;
-      c->round = round;
-      Result<bool> more = sender.NextChunk(&c->body.chunk);
-      EXPECT_TRUE(more.ok());
-      if (!more.ok() || !*more) break;
-      frames.push_back(Frame(*c));
-    }
-    return frames;
-  }
-  void Restart() { next_seq_ = 1; }
+using nodefl::testing::ScriptedServer;
 
- private:
-  uint64_t next_seq_ = 1;
-  uint64_t transfer_id_ = 300;
-};
+// The scripted server runs cluster-histogram jobs (no heartbeats, no idle
+// timeout).
+ScriptedServer::Options HistogramServer() {
+  ScriptedServer::Options o;
+  o.job_kind = nodefl_wire_JobKind_JOB_KIND_FEDWALK_HISTOGRAMS;
+  o.first_transfer_id = 300;
+  return o;
+}
+
+// A JobStart's parameters for `p`.
+std::vector<uint8_t> Encoded(const HistogramParameters& p) {
+  std::vector<uint8_t> params(kHistogramParametersBytes);
+  EXPECT_TRUE(EncodeHistogramParameters(p, params).ok());
+  return params;
+}
 
 struct Collected {
   struct Upload {
@@ -139,21 +96,6 @@ struct Collected {
   }
 };
 
-std::vector<nodefl_wire_Envelope> ReadOutput(DeviceSession& s) {
-  std::vector<nodefl_wire_Envelope> out;
-  ConstByteSpan bytes = s.PendingOutput();
-  size_t pos = 0;
-  auto e = std::make_unique<nodefl_wire_Envelope>();
-  while (pos + 4 <= bytes.size()) {
-    const size_t len = (size_t{bytes[pos]} << 24) | (size_t{bytes[pos + 1]} << 16) |
-                       (size_t{bytes[pos + 2]} << 8) | bytes[pos + 3];
-    EXPECT_TRUE(protocol::DecodeEnvelope(bytes.subspan(pos + 4, len), e.get()).ok());
-    out.push_back(*e);
-    pos += 4 + len;
-  }
-  s.ConsumeOutput(bytes.size());
-  return out;
-}
 
 std::vector<int32_t> Cells(const std::vector<uint8_t>& bytes) {
   std::vector<int32_t> out;
@@ -237,7 +179,7 @@ class Device {
     EXPECT_TRUE(role.Init(static_cast<uint32_t>(s.neighbours.size()) + extra_degree).ok());
     EXPECT_TRUE(session.AddRole(role).ok());
     EXPECT_TRUE(session.Start(now).ok());
-    ReadOutput(session);  // Hello
+    ScriptedServer::Read(session, /*expect_whole_frames=*/false);  // Hello
     EXPECT_TRUE(Feed(server.Welcome(false)).ok());
     EXPECT_EQ(session.state(), SessionState::kReady);
   }
@@ -257,13 +199,13 @@ class Device {
       Status s;
       NODEFL_EXPECT_NO_HEAP(s = session.Poll(now));
       if (!s.ok()) return s;
-      const auto frames = ReadOutput(session);
+      const auto frames = ScriptedServer::Read(session, /*expect_whole_frames=*/false);
       for (const auto& e : frames) got.Take(e);
       if (frames.empty()) return Status::Ok();
     }
   }
   void Round(const HistogramParameters& p, const std::vector<uint16_t>& partition, size_t chunk = 9) {
-    ASSERT_TRUE(Feed(server.JobStart(kJob, p.release, p)).ok());
+    ASSERT_TRUE(Feed(server.JobStart(kJob, p.release, Encoded(p))).ok());
     ASSERT_TRUE(FeedAll(server.Artefact(kJob, p.release, static_cast<uint32_t>(HistogramArtefact::kPartition),
                                         Scenario::Encode(partition), chunk))
                     .ok());
@@ -271,7 +213,7 @@ class Device {
   }
   void Reconnect() {
     ASSERT_TRUE(session.Reconnect(now).ok());
-    ReadOutput(session);
+    ScriptedServer::Read(session, /*expect_whole_frames=*/false);
     got.receiver.Reset();
     server.Restart();
     ASSERT_TRUE(Feed(server.Welcome(true)).ok());
@@ -301,7 +243,7 @@ class Device {
 
  public:
   DeviceSession session;
-  ScriptedServer server;
+  ScriptedServer server{HistogramServer()};
   Collected got;
   uint64_t now = 1'000;
 };
@@ -439,7 +381,7 @@ TEST(FedWalkHistogramRoleTest, PublicLimitsRefuseWithoutARelease) {
 TEST(FedWalkHistogramRoleTest, AMissedDeadlineReleasesNothing) {
   const Scenario s;
   Device d(s);
-  ASSERT_TRUE(d.Feed(d.server.JobStart(kJob, 1, s.p1, /*deadline_ms=*/5)).ok());
+  ASSERT_TRUE(d.Feed(d.server.JobStart(kJob, 1, Encoded(s.p1), /*deadline_ms=*/5)).ok());
   ASSERT_TRUE(d.Pump().ok());  // arms the deadline
   d.now += 6'000;
   ASSERT_TRUE(d.Pump().ok());
@@ -458,7 +400,7 @@ TEST(FedWalkHistogramRoleTest, ProtocolViolationsCloseTheConnection) {
   const Scenario s;
   {
     Device d(s);
-    ASSERT_TRUE(d.Feed(d.server.JobStart(kJob, 1, s.p1)).ok());
+    ASSERT_TRUE(d.Feed(d.server.JobStart(kJob, 1, Encoded(s.p1))).ok());
     // An artefact of the wrong size.
     std::vector<uint8_t> wrong = Scenario::Encode(s.partition1);
     wrong.resize(wrong.size() - 2);
@@ -470,14 +412,14 @@ TEST(FedWalkHistogramRoleTest, ProtocolViolationsCloseTheConnection) {
     Device d(s);
     // A job may not start with its second round, and round numbers must
     // match the parameters.
-    EXPECT_FALSE(d.Feed(d.server.JobStart(kJob, 2, s.p2)).ok());
+    EXPECT_FALSE(d.Feed(d.server.JobStart(kJob, 2, Encoded(s.p2))).ok());
   }
   {
     Device d(s);
     d.Round(s.p1, s.partition1);
     HistogramParameters changed = s.p1;
     changed.epsilon = 9;
-    EXPECT_FALSE(d.Feed(d.server.JobStart(kJob, 1, changed)).ok());
+    EXPECT_FALSE(d.Feed(d.server.JobStart(kJob, 1, Encoded(changed))).ok());
   }
 }
 
