@@ -19,6 +19,11 @@ namespace {
 using C = FedWalkJobConfig;
 namespace contract = nodefl::fedwalk;
 
+// The help text below spells out the contract's bounds.
+static_assert(contract::kMaxBins == 16 && contract::kMinBuckets == 2 && contract::kMaxBuckets == 24 &&
+                  contract::kMaxWalkLength == 1000 && contract::kMaxClusters == 65535,
+              "update the fedwalk keys' help");
+
 constexpr std::array<OptionSpec<C>, 23> kSpecs = {{
     {"fedwalk_mode", &C::mode, "fedwalk-hct privacy mode: strict (edge-DP uploads) or paper (the paper's exact M_v)"},
     {"fedwalk_bins", &C::bins, "fedwalk-hct bins k (0 = floor(ln |V|), at most 16)"},

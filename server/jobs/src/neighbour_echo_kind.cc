@@ -12,6 +12,9 @@ namespace {
 
 using C = NeighbourEchoJobConfig;
 
+// The help text below spells out the contract's bounds.
+static_assert(echo::kEchoHeaderBytes == 56 && echo::kEchoMaxPayloadBytes == 4064, "update job_payload_bytes' help");
+
 constexpr std::array<OptionSpec<C>, 2> kSpecs = {{
     {"job_messages_per_edge", &C::messages_per_edge,
      "neighbour-echo: sealed messages each device sends to each neighbour"},
