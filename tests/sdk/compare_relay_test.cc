@@ -20,6 +20,7 @@
 #include "nodefl/seal/pair_key_source.h"
 #include "nodefl/seal/seal.h"
 #include "nodefl/tls/credentials.h"
+#include "test_devices.h"
 #include "test_pki.h"
 
 namespace nodefl::compare {
@@ -27,15 +28,8 @@ namespace {
 
 using testing::TestPki;
 
-struct Device {
-  Device(TestPki& pki, uint32_t device_id) : id(device_id) {
-    EXPECT_TRUE(pki.Load(pki.Device(device_id), &credentials).ok());
-    EXPECT_TRUE(drbg.SeedDeterministic(device_id).ok());
-  }
-  uint32_t id;
-  tls::TlsCredentials credentials;
-  Drbg drbg;
-};
+// A device's credentials and DRBG: all the sealed runs here need of one.
+using Device = testing::DeviceCredentials;
 
 // Sealed messages of one comparison run between devices 3 (A) and 4 (B),
 // as the relay sees them, with the plaintexts for checking.

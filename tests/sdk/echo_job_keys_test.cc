@@ -27,6 +27,7 @@
 #include "nodefl/random/drbg.h"
 #include "nodefl/seal/seal.h"
 #include "session_frames.h"
+#include "test_devices.h"
 #include "test_pki.h"
 
 namespace nodefl::echo {
@@ -40,18 +41,14 @@ using ::nodefl::testing::TestPki;
 
 constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
 
-TestPki& Pki() {
-  static TestPki* pki = new TestPki(47);
-  return *pki;
+// One certificate and key per device id for the whole test program, as a
+// real device keeps its credentials across restarts and reruns.
+::nodefl::testing::LastingIdentities& Identities() {
+  static auto* identities = new ::nodefl::testing::LastingIdentities(47);
+  return *identities;
 }
-
-// Credentials survive restarts, as on a real device.
-const TestIdentity& IdentityOf(uint32_t id) {
-  static auto* identities = new std::map<uint32_t, TestIdentity>();
-  auto it = identities->find(id);
-  if (it == identities->end()) it = identities->emplace(id, Pki().Device(id)).first;
-  return it->second;
-}
+TestPki& Pki() { return Identities().pki(); }
+const TestIdentity& IdentityOf(uint32_t id) { return Identities().Of(id); }
 
 // A 5-cycle with one chord.
 const std::map<uint32_t, std::vector<uint32_t>>& Graph() {

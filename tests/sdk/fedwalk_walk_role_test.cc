@@ -25,6 +25,7 @@
 #include "nodefl/protocol/envelope_codec.h"
 #include "nodefl/protocol/frame.h"
 #include "session_frames.h"
+#include "test_devices.h"
 #include "test_pki.h"
 
 namespace nodefl::fedwalk {
@@ -42,19 +43,14 @@ constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePa
 constexpr uint64_t kJob = 0x77;
 constexpr double kEpsilonEach = 0.25;  // exact in binary: ledger sums compare exactly
 
-TestPki& Pki() {
-  static TestPki* pki = new TestPki(31);
-  return *pki;
-}
-
 // One certificate and key per device id for the whole test program, as a
 // real device keeps its credentials across restarts and reruns.
-const TestIdentity& IdentityOf(uint32_t id) {
-  static auto* identities = new std::map<uint32_t, TestIdentity>();
-  auto it = identities->find(id);
-  if (it == identities->end()) it = identities->emplace(id, Pki().Device(id)).first;
-  return it->second;
+::nodefl::testing::LastingIdentities& Identities() {
+  static auto* identities = new ::nodefl::testing::LastingIdentities(31);
+  return *identities;
 }
+TestPki& Pki() { return Identities().pki(); }
+const TestIdentity& IdentityOf(uint32_t id) { return Identities().Of(id); }
 
 WalkParameters Params(uint16_t length, double p, uint32_t max_pending = 32) {
   WalkParameters w;

@@ -17,6 +17,7 @@
 #include "nodefl/seal/peer_certificate.h"
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/tls/credentials.h"
+#include "test_devices.h"
 #include "test_pki.h"
 
 namespace nodefl::seal {
@@ -25,12 +26,10 @@ namespace {
 using testing::TestIdentity;
 using testing::TestPki;
 
-// A device as the seal module sees it: its credentials and a DRBG.
-struct Device {
-  Device(TestPki& pki, uint32_t device_id) : id(device_id), identity(pki.Device(device_id)) {
-    EXPECT_TRUE(pki.Load(identity, &credentials).ok());
-    EXPECT_TRUE(drbg.SeedDeterministic(device_id).ok());
-  }
+// A device as the seal module sees it (its credentials and a DRBG), and
+// the pair keys it derives with a peer.
+struct Device : testing::DeviceCredentials {
+  using DeviceCredentials::DeviceCredentials;
 
   // Verifies `peer`'s certificate and derives the pair keys with it.
   PairKeys KeysWith(const Device& peer) {
@@ -40,11 +39,6 @@ struct Device {
     EXPECT_TRUE(DerivePairKeys(credentials, key, id, peer.id, &crypto::DrbgRandom, &drbg, &keys).ok());
     return keys;
   }
-
-  uint32_t id;
-  TestIdentity identity;
-  tls::TlsCredentials credentials;
-  Drbg drbg;
 };
 
 std::vector<uint8_t> Text(const std::string& text) { return std::vector<uint8_t>(text.begin(), text.end()); }
