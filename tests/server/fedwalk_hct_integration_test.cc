@@ -7,15 +7,12 @@
 // runs the neighbour-recovery attack on the server's transcript.
 #include <gtest/gtest.h>
 
-#include <boost/asio/ip/address.hpp>
-
 #include <cmath>
 #include <functional>
 #include <memory>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <numeric>
 
 #include "nodefl/server/jobs/fedwalk_kind.h"
 #include "nodefl/host/dataset/graph_dataset.h"
@@ -25,6 +22,7 @@
 #include "nodefl/server/fedwalk/skipgram/skipgram_model.h"
 #include "nodefl/server/fedwalk/common/transcript_file.h"
 #include "nodefl/emulator/emulated_device.h"
+#include "fleet_test_support.h"
 #include "transport_test_support.h"
 
 namespace nodefl::transport_test {
@@ -40,84 +38,30 @@ std::vector<uint8_t> ReadFile(const fs::path& path) {
 
 // A server running `job` in `mode` and one emulated device per karate node,
 // until the server exits (exit_after_jobs = 1).
-struct KarateFleet {
-  dataset::Graph graph;
-  std::unique_ptr<TestDeployment> deployment;
-  std::unique_ptr<ServerUnderTest> server;
-  tls::TlsCredentials ca;
-  emulator::FleetStats stats;
-  std::unique_ptr<emulator::ConnectGate> gate;
-  emulator::FleetSetup fleet;
-  // Declared before the devices: their strands belong to it, so it must be
-  // destroyed after them.
-  asio::io_context io;
-  std::vector<std::shared_ptr<emulator::EmulatedDevice>> devices;
-  fs::path out;
-};
+using KarateFleet = EmulatedFleet;
 
 void RunKarate(KarateFleet& f, const std::string& job, const std::string& mode,
                const std::function<void(server::ServerConfig&)>& tune = {}) {
-  const dataset::LoadResult loaded = dataset::LoadGraph(fs::path(NODEFL_DATASETS_DIR) / "karate");
-  ASSERT_TRUE(loaded.ok) << "the karate dataset is required: " << loaded.error;
-  f.graph = loaded.graph;
-  const dataset::Graph& g = f.graph;
-  std::vector<uint32_t> ids(g.num_nodes);
-  std::iota(ids.begin(), ids.end(), 0u);
-  f.deployment = std::make_unique<TestDeployment>(ids, /*seed=*/77);
-  ASSERT_TRUE(f.deployment->ok()) << f.deployment->error();
-  f.out = f.deployment->dir() / "out";
-  server::ServerConfig config = f.deployment->BaseConfig();
-  config.job = job;
-  server::jobs::Options<server::jobs::FedWalkJobConfig>(config).mode = mode;
-  config.job_quorum = g.num_nodes;
-  config.exit_after_jobs = 1;
-  config.job_round_deadline_ms = 10000;
-  config.output_dir = f.out.string();
-  config.compute_threads = 2;
-  if (tune) tune(config);
-  const server::ConfigStatus valid = server::ValidateConfig(config);
-  ASSERT_TRUE(valid.ok) << valid.message;
-  f.server = std::make_unique<ServerUnderTest>(config, f.deployment->dir() / "server.log");
-  ASSERT_TRUE(f.server->ok()) << f.server->error();
-
-  ASSERT_TRUE(f.ca.LoadCaChain(ConstByteSpan(f.deployment->pki().ca_der())).ok());
-  f.gate = std::make_unique<emulator::ConnectGate>(16);
-  f.fleet.server = asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), f.server->port());
-  f.fleet.server_name = "localhost";
-  f.fleet.ca = &f.ca;
-  f.fleet.stats = &f.stats;
-  f.fleet.gate = f.gate.get();
-  f.fleet.max_connect_attempts = 5;
-  f.fleet.keep_tree_and_bin_plan = true;
-  f.fleet.vertex_count = g.num_nodes;
-  f.fleet.job = job;
-  f.fleet.fedwalk_mode = mode;
-  // Strict-mode tree jobs fit the devices' default budget (that is part of
-  // what is tested); paper mode's exact M_v and the device-to-device walks
-  // (per edge, every later hop counts) need a device that consents.
-  f.fleet.budget = (mode == "paper" || job == "fedwalk") ? PrivacyBudget::Unlimited() : PrivacyBudget();
-  asio::io_context& io = f.io;
-  for (uint32_t v = 0; v < g.num_nodes; ++v) {
-    emulator::DeviceSetup setup;
-    setup.id = v;
-    setup.neighbours.assign(g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
-                            g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
-    setup.certificate_der = f.deployment->device(v).certificate_der;
-    setup.private_key_der = f.deployment->device(v).private_key_der;
-    auto device = std::make_shared<emulator::EmulatedDevice>(io, f.fleet, std::move(setup));
-    ASSERT_TRUE(device->Init().ok()) << "device " << v;
-    f.devices.push_back(std::move(device));
-  }
-  for (auto& d : f.devices) d->Start();
-  ServerUnderTest& server = *f.server;
-  const bool ended = RunUntil(
-      io, [&] { return !server.running() && f.stats.finished + f.stats.failed >= g.num_nodes; },
-      milliseconds(60000));
-  for (auto& d : f.devices) d->Stop();
-  io.restart();
-  io.run_for(milliseconds(500));
-  ASSERT_TRUE(ended) << "finished " << f.stats.finished << ", failed " << f.stats.failed << "\n" << server.LogText();
-  EXPECT_EQ(server.WaitForExit(milliseconds(1000)), std::optional<int>(0)) << server.LogText();
+  FleetPlan plan;
+  plan.dataset = "karate";
+  plan.pki_seed = 77;
+  plan.configure_server = [&](server::ServerConfig& config) {
+    config.job = job;
+    server::jobs::Options<server::jobs::FedWalkJobConfig>(config).mode = mode;
+    config.job_round_deadline_ms = 10000;
+    config.compute_threads = 2;
+    if (tune) tune(config);
+  };
+  plan.configure_devices = [&](emulator::FleetSetup& fleet, const server::ServerConfig&) {
+    fleet.keep_tree_and_bin_plan = true;
+    fleet.job = job;
+    fleet.fedwalk_mode = mode;
+    // Strict-mode tree jobs fit the devices' default budget (that is part of
+    // what is tested); paper mode's exact M_v and the device-to-device walks
+    // (per edge, every later hop counts) need a device that consents.
+    fleet.budget = (mode == "paper" || job == "fedwalk") ? PrivacyBudget::Unlimited() : PrivacyBudget();
+  };
+  RunEmulatedFleet(f, plan);
 }
 
 class FedWalkHctKarateTest : public ::testing::TestWithParam<const char*> {};

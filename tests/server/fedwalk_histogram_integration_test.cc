@@ -9,12 +9,9 @@
 // partition.
 #include <gtest/gtest.h>
 
-#include <boost/asio/ip/address.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <numeric>
 #include <sstream>
 
 #include "nodefl/server/jobs/fedwalk_kind.h"
@@ -22,6 +19,7 @@
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/protocol/fedwalk/histogram_format.h"
 #include "nodefl/server/fedwalk/skipgram/skipgram_model.h"
+#include "fleet_test_support.h"
 #include "transport_test_support.h"
 
 namespace nodefl::transport_test {
@@ -30,79 +28,28 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-struct Fleet {
-  dataset::Graph graph;
-  std::unique_ptr<TestDeployment> deployment;
-  std::unique_ptr<ServerUnderTest> server;
-  tls::TlsCredentials ca;
-  emulator::FleetStats stats;
-  std::unique_ptr<emulator::ConnectGate> gate;
-  emulator::FleetSetup fleet;
-  asio::io_context io;  // before the devices: their strands belong to it
-  std::vector<std::shared_ptr<emulator::EmulatedDevice>> devices;
-  fs::path out;
-};
+using Fleet = EmulatedFleet;
 
 void RunStrictKarate(Fleet& f, const std::function<void(server::ServerConfig&)>& tune) {
-  const dataset::LoadResult loaded = dataset::LoadGraph(fs::path(NODEFL_DATASETS_DIR) / "karate");
-  ASSERT_TRUE(loaded.ok) << "the karate dataset is required: " << loaded.error;
-  f.graph = loaded.graph;
-  const dataset::Graph& g = f.graph;
-  std::vector<uint32_t> ids(g.num_nodes);
-  std::iota(ids.begin(), ids.end(), 0u);
-  f.deployment = std::make_unique<TestDeployment>(ids, /*seed=*/81);
-  ASSERT_TRUE(f.deployment->ok()) << f.deployment->error();
-  f.out = f.deployment->dir() / "out";
-  server::ServerConfig config = f.deployment->BaseConfig();
-  config.job = "fedwalk";
-  server::jobs::Options<server::jobs::FedWalkJobConfig>(config).mode = "strict";
-  config.job_quorum = g.num_nodes;
-  config.exit_after_jobs = 1;
-  config.job_round_deadline_ms = 10000;
-  config.output_dir = f.out.string();
-  config.compute_threads = 2;
-  server::jobs::Options<server::jobs::FedWalkJobConfig>(config).walks_per_vertex = 10;
-  server::jobs::Options<server::jobs::FedWalkJobConfig>(config).dim = 16;
-  server::jobs::Options<server::jobs::FedWalkJobConfig>(config).seed = 3;
-  tune(config);
-  const server::ConfigStatus valid = server::ValidateConfig(config);
-  ASSERT_TRUE(valid.ok) << valid.message;
-  f.server = std::make_unique<ServerUnderTest>(config, f.deployment->dir() / "server.log");
-  ASSERT_TRUE(f.server->ok()) << f.server->error();
-
-  ASSERT_TRUE(f.ca.LoadCaChain(ConstByteSpan(f.deployment->pki().ca_der())).ok());
-  f.gate = std::make_unique<emulator::ConnectGate>(16);
-  f.fleet.server = asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), f.server->port());
-  f.fleet.server_name = "localhost";
-  f.fleet.ca = &f.ca;
-  f.fleet.stats = &f.stats;
-  f.fleet.gate = f.gate.get();
-  f.fleet.max_connect_attempts = 5;
-  f.fleet.vertex_count = g.num_nodes;
-  f.fleet.job = "fedwalk";
-  f.fleet.fedwalk_mode = "strict";
-  f.fleet.budget = PrivacyBudget();  // the default: strict mode must fit it
-  for (uint32_t v = 0; v < g.num_nodes; ++v) {
-    emulator::DeviceSetup setup;
-    setup.id = v;
-    setup.neighbours.assign(g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
-                            g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
-    setup.certificate_der = f.deployment->device(v).certificate_der;
-    setup.private_key_der = f.deployment->device(v).private_key_der;
-    auto device = std::make_shared<emulator::EmulatedDevice>(f.io, f.fleet, std::move(setup));
-    ASSERT_TRUE(device->Init().ok()) << "device " << v;
-    f.devices.push_back(std::move(device));
-  }
-  for (auto& d : f.devices) d->Start();
-  ServerUnderTest& server = *f.server;
-  const bool ended = RunUntil(
-      f.io, [&] { return !server.running() && f.stats.finished + f.stats.failed >= g.num_nodes; },
-      milliseconds(60000));
-  for (auto& d : f.devices) d->Stop();
-  f.io.restart();
-  f.io.run_for(milliseconds(500));
-  ASSERT_TRUE(ended) << "finished " << f.stats.finished << ", failed " << f.stats.failed << "\n" << server.LogText();
-  EXPECT_EQ(server.WaitForExit(milliseconds(1000)), std::optional<int>(0)) << server.LogText();
+  FleetPlan plan;
+  plan.dataset = "karate";
+  plan.pki_seed = 81;
+  plan.configure_server = [&](server::ServerConfig& config) {
+    config.job = "fedwalk";
+    server::jobs::Options<server::jobs::FedWalkJobConfig>(config).mode = "strict";
+    config.job_round_deadline_ms = 10000;
+    config.compute_threads = 2;
+    server::jobs::Options<server::jobs::FedWalkJobConfig>(config).walks_per_vertex = 10;
+    server::jobs::Options<server::jobs::FedWalkJobConfig>(config).dim = 16;
+    server::jobs::Options<server::jobs::FedWalkJobConfig>(config).seed = 3;
+    tune(config);
+  };
+  plan.configure_devices = [](emulator::FleetSetup& fleet, const server::ServerConfig&) {
+    fleet.job = "fedwalk";
+    fleet.fedwalk_mode = "strict";
+    fleet.budget = PrivacyBudget();  // the default: strict mode must fit it
+  };
+  RunEmulatedFleet(f, plan);
 }
 
 // histogram-uploads.tsv: device -> its positive cells, "cluster:count,...".

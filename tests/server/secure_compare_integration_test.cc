@@ -9,23 +9,19 @@
 // round(ln deg v) >= round(ln deg u).
 #include <gtest/gtest.h>
 
-#include <boost/asio/ip/address.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
-#include <numeric>
 #include <ostream>
 #include <sstream>
-#include <thread>
 
 #include "nodefl/server/jobs/secure_compare_kind.h"
 #include "nodefl/compare/compare_role.h"
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/emulator/emulated_device.h"
-#include "nodefl/emulator/shared_pair_keys.h"
+#include "fleet_test_support.h"
 #include "transport_test_support.h"
 
 namespace nodefl::transport_test {
@@ -34,90 +30,38 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-struct Fleet {
-  dataset::Graph graph;
-  std::unique_ptr<TestDeployment> deployment;
-  std::unique_ptr<ServerUnderTest> server;
-  tls::TlsCredentials ca;
-  emulator::FleetStats stats;
-  std::unique_ptr<emulator::ConnectGate> gate;
-  emulator::SharedPairKeys shared_keys;
-  emulator::FleetSetup fleet;
-  asio::io_context io;  // before the devices: their strands belong to it
-  std::vector<std::shared_ptr<emulator::EmulatedDevice>> devices;
-  fs::path out;
-};
+using Fleet = EmulatedFleet;
 
 void RunFleet(Fleet& f, const std::string& dataset_name, const std::function<void(server::ServerConfig&)>& tune,
               milliseconds timeout) {
-  const dataset::LoadResult loaded = dataset::LoadGraph(fs::path(NODEFL_DATASETS_DIR) / dataset_name);
-  ASSERT_TRUE(loaded.ok) << "the " << dataset_name << " dataset is required: " << loaded.error;
-  f.graph = loaded.graph;
-  const dataset::Graph& g = f.graph;
-  std::vector<uint32_t> ids(g.num_nodes);
-  std::iota(ids.begin(), ids.end(), 0u);
-  f.deployment = std::make_unique<TestDeployment>(ids, /*seed=*/91);
-  ASSERT_TRUE(f.deployment->ok()) << f.deployment->error();
-  f.out = f.deployment->dir() / "out";
-  server::ServerConfig config = f.deployment->BaseConfig();
-  config.job = "secure-compare";
-  config.job_quorum = g.num_nodes;
-  config.exit_after_jobs = 1;
-  config.job_round_deadline_ms = static_cast<uint32_t>(timeout.count());
-  config.output_dir = f.out.string();
-  config.max_devices = g.num_nodes + 16;
-  // One test thread drives every device: with thousands of them a device
-  // can wait seconds for its turn, which must not count as idle.
-  config.idle_timeout_ms = static_cast<uint32_t>(timeout.count());
-  config.heartbeat_interval_ms = 30000;
-  // Thousands of sessions share the test's one emulator thread, so each
-  // takes about as long as the whole round.
-  server::jobs::Options<server::jobs::SecureCompareJobConfig>(config).session_timeout_ms = static_cast<uint32_t>(timeout.count());
-  if (tune) tune(config);
-  const server::ConfigStatus valid = server::ValidateConfig(config);
-  ASSERT_TRUE(valid.ok) << valid.message;
-  f.server = std::make_unique<ServerUnderTest>(config, f.deployment->dir() / "server.log");
-  ASSERT_TRUE(f.server->ok()) << f.server->error();
-
-  ASSERT_TRUE(f.ca.LoadCaChain(ConstByteSpan(f.deployment->pki().ca_der())).ok());
-  f.gate = std::make_unique<emulator::ConnectGate>(64);
-  f.fleet.server = asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), f.server->port());
-  f.fleet.server_name = "localhost";
-  f.fleet.ca = &f.ca;
-  f.fleet.stats = &f.stats;
-  f.fleet.gate = f.gate.get();
-  f.fleet.max_connect_attempts = 5;
-  f.fleet.job = "secure-compare";
-  f.fleet.vertex_count = g.num_nodes;
-  f.fleet.shared_pair_keys = &f.shared_keys;
-  f.fleet.compare_contexts = server::jobs::Options<server::jobs::SecureCompareJobConfig>(config).max_sessions;
-  for (uint32_t v = 0; v < g.num_nodes; ++v) {
-    emulator::DeviceSetup setup;
-    setup.id = v;
-    setup.neighbours.assign(g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
-                            g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
-    setup.certificate_der = f.deployment->device(v).certificate_der;
-    setup.private_key_der = f.deployment->device(v).private_key_der;
-    auto device = std::make_shared<emulator::EmulatedDevice>(f.io, f.fleet, std::move(setup));
-    ASSERT_TRUE(device->Init().ok()) << "device " << v;
-    f.devices.push_back(std::move(device));
-  }
-  for (auto& d : f.devices) d->Start();
-  ServerUnderTest& server = *f.server;
+  FleetPlan plan;
+  plan.dataset = dataset_name;
+  plan.pki_seed = 91;
+  plan.configure_server = [&](server::ServerConfig& config) {
+    config.job = "secure-compare";
+    config.job_round_deadline_ms = static_cast<uint32_t>(timeout.count());
+    config.max_devices = f.graph.num_nodes + 16;
+    // One test thread drives every device: with thousands of them a device
+    // can wait seconds for its turn, which must not count as idle.
+    config.idle_timeout_ms = static_cast<uint32_t>(timeout.count());
+    config.heartbeat_interval_ms = 30000;
+    // Thousands of sessions share the test's one emulator thread, so each
+    // takes about as long as the whole round.
+    server::jobs::Options<server::jobs::SecureCompareJobConfig>(config).session_timeout_ms = static_cast<uint32_t>(timeout.count());
+    if (tune) tune(config);
+  };
+  plan.configure_devices = [&](emulator::FleetSetup& fleet, const server::ServerConfig& config) {
+    fleet.job = "secure-compare";
+    fleet.shared_pair_keys = &f.shared_keys;
+    fleet.compare_contexts = server::jobs::Options<server::jobs::SecureCompareJobConfig>(config).max_sessions;
+  };
+  plan.concurrent_connects = 64;
+  plan.timeout = timeout;
+  plan.exit_wait = milliseconds(2000);
   // A second thread for the devices (each runs on its own strand): the
   // oblivious transfers' P-256 work is most of the test's time.
-  auto work = asio::make_work_guard(f.io);
-  std::thread second([&f] { f.io.run(); });
-  const bool ended = RunUntil(
-      f.io, [&] { return !server.running() && f.stats.finished + f.stats.failed >= g.num_nodes; }, timeout);
-  work.reset();
-  f.io.stop();
-  second.join();
-  for (auto& d : f.devices) d->Stop();
-  f.io.restart();
-  f.io.run_for(milliseconds(500));
-  ASSERT_TRUE(ended) << "finished " << f.stats.finished << ", failed " << f.stats.failed << "\n" << server.LogText();
-  EXPECT_EQ(server.WaitForExit(milliseconds(2000)), std::optional<int>(0)) << server.LogText();
+  plan.second_io_thread = true;
+  RunEmulatedFleet(f, plan);
 }
 
 // greedy-init.tsv: device <TAB> kept neighbours, comma separated.
