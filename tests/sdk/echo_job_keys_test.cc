@@ -207,12 +207,8 @@ class Server {
   std::map<uint32_t, std::vector<uint8_t>> last_key;
 
  private:
-  nodefl_wire_Envelope Envelope(pb_size_t tag, uint64_t job, uint32_t round) {
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = tag;
-    e.job_id = job;
-    e.round = round;
-    return e;
+  static nodefl_wire_Envelope Envelope(pb_size_t tag, uint64_t job, uint32_t round) {
+    return ::nodefl::testing::AddressedEnvelope(tag, job, round);
   }
   std::vector<uint8_t> Frame(uint32_t to, const nodefl_wire_Envelope& e) {
     return ::nodefl::testing::FrameTo(e, ++seq_[to]);

@@ -188,12 +188,8 @@ class Server {
   Device& operator[](uint32_t id) { return *devices_.at(id); }
 
   // ---- Frames to devices
-  nodefl_wire_Envelope Envelope(pb_size_t tag, uint64_t job_id = kJob, uint32_t round = 0) {
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = tag;
-    e.job_id = job_id;
-    e.round = round;
-    return e;
+  static nodefl_wire_Envelope Envelope(pb_size_t tag, uint64_t job_id = kJob, uint32_t round = 0) {
+    return ::nodefl::testing::AddressedEnvelope(tag, job_id, round);
   }
   std::vector<uint8_t> Frame(uint32_t to, const nodefl_wire_Envelope& e) {
     return ::nodefl::testing::FrameTo(e, ++seq_[to]);

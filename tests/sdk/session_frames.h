@@ -17,6 +17,15 @@
 
 namespace nodefl::testing {
 
+// An empty envelope with body `tag`, for `job`'s `round`.
+inline nodefl_wire_Envelope AddressedEnvelope(pb_size_t tag, uint64_t job, uint32_t round) {
+  nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
+  e.which_body = tag;
+  e.job_id = job;
+  e.round = round;
+  return e;
+}
+
 // `e` as a frame of the current protocol version with sequence number `seq`.
 inline std::vector<uint8_t> FrameTo(nodefl_wire_Envelope e, uint64_t seq) {
   e.version = protocol::kProtocolVersion;

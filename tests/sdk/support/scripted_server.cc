@@ -7,19 +7,14 @@
 #include <memory>
 
 #include "nodefl/protocol/chunk.h"
-#include "nodefl/protocol/frame.h"
 #include "nodefl/protocol/limits.h"
+#include "session_frames.h"
 
 namespace nodefl::testing {
 
 std::vector<uint8_t> ScriptedServer::Frame(nodefl_wire_Envelope env) {
-  env.version = protocol::kProtocolVersion;
-  if (env.seq == 0) env.seq = next_seq_++;
-  std::vector<uint8_t> out(protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes);
-  Result<size_t> n = protocol::EncodeFrame(env, out);
-  EXPECT_TRUE(n.ok());
-  out.resize(n.ok() ? *n : 0);
-  return out;
+  const uint64_t seq = env.seq == 0 ? next_seq_++ : env.seq;
+  return FrameTo(env, seq);
 }
 
 std::vector<uint8_t> ScriptedServer::Welcome(bool resumed) {
@@ -35,10 +30,7 @@ std::vector<uint8_t> ScriptedServer::Welcome(bool resumed) {
 
 std::vector<uint8_t> ScriptedServer::JobStart(uint64_t job, uint32_t round, const std::vector<uint8_t>& parameters,
                                               uint32_t deadline_ms) {
-  nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-  e.which_body = nodefl_wire_Envelope_job_start_tag;
-  e.job_id = job;
-  e.round = round;
+  nodefl_wire_Envelope e = AddressedEnvelope(nodefl_wire_Envelope_job_start_tag, job, round);
   // Copied as bytes: the kind may be one the enum does not name.
   std::memcpy(&e.body.job_start.kind, &options_.job_kind, sizeof(options_.job_kind));
   e.body.job_start.deadline_ms = deadline_ms;
@@ -82,19 +74,13 @@ ScriptedServer::Transfer ScriptedServer::CutKind(uint32_t kind, const std::vecto
 }
 
 std::vector<uint8_t> ScriptedServer::Header(uint64_t job, uint32_t round, const nodefl_wire_ChunkHeader& h) {
-  nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-  e.which_body = nodefl_wire_Envelope_chunk_header_tag;
-  e.job_id = job;
-  e.round = round;
+  nodefl_wire_Envelope e = AddressedEnvelope(nodefl_wire_Envelope_chunk_header_tag, job, round);
   e.body.chunk_header = h;
   return Frame(e);
 }
 
 std::vector<uint8_t> ScriptedServer::Chunk(uint64_t job, uint32_t round, const nodefl_wire_Chunk& c) {
-  nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-  e.which_body = nodefl_wire_Envelope_chunk_tag;
-  e.job_id = job;
-  e.round = round;
+  nodefl_wire_Envelope e = AddressedEnvelope(nodefl_wire_Envelope_chunk_tag, job, round);
   e.body.chunk = c;
   return Frame(e);
 }
