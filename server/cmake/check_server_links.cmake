@@ -1,4 +1,5 @@
-# Fails the configure step when a server library links device code.
+# Fails the configure step when a server library links device code, or the
+# emulator (a client) links a server library.
 #
 # The server speaks the contract (nodefl_protocol) and runs its own math; a
 # device role linked into it would mean server code calls device logic (or
@@ -76,5 +77,17 @@ function(nodefl_check_server_links)
   if(checked EQUAL 0)
     message(FATAL_ERROR "check_server_links found no server targets to check")
   endif()
-  message(STATUS "server link check: ${checked} server targets, none links a device role")
+  # The other direction: the emulator is a client and links no server library.
+  if(TARGET nodefl-emulate)
+    set(closure)
+    _nodefl_link_closure(nodefl-emulate closure)
+    foreach(link IN LISTS closure)
+      if(link MATCHES "^nodefl_server_" AND NOT link STREQUAL "nodefl_server_options")
+        message(FATAL_ERROR "nodefl-emulate links the server library ${link}: the emulator is a client "
+                            "(SDK roles, the device pump and server/host libraries only).")
+      endif()
+    endforeach()
+  endif()
+  message(STATUS "server link check: ${checked} server targets, none links a device role; "
+                 "nodefl-emulate links no server library")
 endfunction()
