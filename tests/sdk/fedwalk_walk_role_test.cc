@@ -137,7 +137,7 @@ class Device {
   TestIdentity identity_;
   tls::TlsCredentials credentials_;
   Drbg tls_rng_;
-  std::vector<WalkPeer> peers_, cache_;
+  std::vector<roles::KeyedPeer> peers_, cache_;
   std::vector<WalkSlot> slots_;
   std::vector<uint8_t> slot_memory_, scratch_;
   std::vector<uint32_t> parent_, leaf_of_, pool_;
@@ -985,10 +985,10 @@ TEST(FedWalkWalkRoleTest, NoNonceRepeatsWhenTheServerReplaysJobStart) {
 
 // ---- The key cache on its own --------------------------------------------------------------
 
-TEST(WalkPeerTableTest, EvictsTheLeastRecentlyUsedUnpinnedRecord) {
+TEST(PeerKeyTableTest, EvictsTheLeastRecentlyUsedUnpinnedRecord) {
   tls::TlsCredentials none;
-  WalkPeerTable table(none, &crypto::DrbgRandom, nullptr);
-  std::vector<WalkPeer> neighbours(2), cache(2);
+  roles::PeerKeyTable table(none, &crypto::DrbgRandom, nullptr);
+  std::vector<roles::KeyedPeer> neighbours(2), cache(2);
   neighbours[0].id = 3;
   neighbours[1].id = 8;
   ASSERT_TRUE(table.Bind(5, neighbours, cache).ok());
@@ -996,13 +996,13 @@ TEST(WalkPeerTableTest, EvictsTheLeastRecentlyUsedUnpinnedRecord) {
   table.StartJob(own_key, /*directory=*/false, [](size_t) { return false; });
   EXPECT_EQ(table.FindOrAdd(3), &neighbours[0]);  // neighbours are not cached
   EXPECT_EQ(table.FindOrAdd(5), nullptr);          // never itself
-  WalkPeer* a = table.FindOrAdd(10);
-  WalkPeer* b = table.FindOrAdd(11);
+  roles::KeyedPeer* a = table.FindOrAdd(10);
+  roles::KeyedPeer* b = table.FindOrAdd(11);
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(table.FindOrAdd(10), a);
   table.Touch(a);  // 11 is now the least recently used
-  WalkPeer* c = table.FindOrAdd(12);
+  roles::KeyedPeer* c = table.FindOrAdd(12);
   EXPECT_EQ(c, b);
   EXPECT_EQ(c->id, 12u);
   EXPECT_EQ(table.Find(11), nullptr);
@@ -1013,18 +1013,18 @@ TEST(WalkPeerTableTest, EvictsTheLeastRecentlyUsedUnpinnedRecord) {
   nodefl_wire_PeerKeyRequest request = nodefl_wire_PeerKeyRequest_init_zero;
   EXPECT_EQ(table.FillRequest(&request, 64), 1u);
   EXPECT_EQ(request.device_ids[0], 12u);
-  EXPECT_EQ(c->state, PeerKeyState::kRequested);
+  EXPECT_EQ(c->state, roles::PeerKeyState::kRequested);
   EXPECT_EQ(table.FindOrAdd(13), nullptr);
   // After a reconnect the request is due again.
   table.OnRestart();
-  EXPECT_EQ(c->state, PeerKeyState::kWanted);
+  EXPECT_EQ(c->state, roles::PeerKeyState::kWanted);
   EXPECT_TRUE(table.has_wanted());
   // Unsolicited or unknown answers are ignored.
   nodefl_wire_PeerCertificate cert = nodefl_wire_PeerCertificate_init_zero;
   cert.device_id = 10;
   EXPECT_EQ(table.OnCertificate(cert), nullptr);
   // Binding refuses unsorted neighbours or the device itself.
-  std::vector<WalkPeer> bad(2);
+  std::vector<roles::KeyedPeer> bad(2);
   bad[0].id = 8;
   bad[1].id = 3;
   EXPECT_EQ(table.Bind(5, bad, cache), Status::InvalidArgument());
@@ -1035,7 +1035,7 @@ TEST(WalkPeerTableTest, EvictsTheLeastRecentlyUsedUnpinnedRecord) {
 
 TEST(FedWalkWalkRoleTest, MemoryFootprint) {
   // What the role costs per neighbour / per slot, as documented.
-  EXPECT_LE(sizeof(WalkPeer), 208u);
+  EXPECT_LE(sizeof(roles::KeyedPeer), 208u);
   EXPECT_LE(sizeof(WalkSlot), 24u);
   EXPECT_EQ(WalkSlotBytes(40), 204u);
   // About half of it is the peer directory's one entry (a PeerCertificate).

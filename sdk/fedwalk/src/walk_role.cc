@@ -55,7 +55,7 @@ Status FedWalkWalkRole::Init(const WalkInputs& in) {
       (!in.bin_plan.empty() && in.bin_plan.size() != in.vertex_count)) {
     return Status::InvalidArgument();
   }
-  const Span<WalkPeer> records = storage_.neighbour_peers.first(in.neighbours.size());
+  const Span<roles::KeyedPeer> records = storage_.neighbour_peers.first(in.neighbours.size());
   for (size_t i = 0; i < records.size(); ++i) {
     if (records[i].id != in.neighbours[i].id) {
       records[i].pair_keys.Wipe();
@@ -256,7 +256,7 @@ void FedWalkWalkRole::HandleStartWalks(const nodefl_wire_Envelope& message, devi
   }
 }
 
-bool FedWalkWalkRole::OpenWalk(WalkPeer* peer, ConstByteSpan sealed, ByteSpan out, WalkHeader* header) {
+bool FedWalkWalkRole::OpenWalk(roles::KeyedPeer* peer, ConstByteSpan sealed, ByteSpan out, WalkHeader* header) {
   uint64_t counter = 0;
   const Result<size_t> opened = seal::Open(peer->job_keys, peer->id, own_id_, job_id_, sealed, out, &counter);
   if (!opened.ok()) {
@@ -289,15 +289,15 @@ void FedWalkWalkRole::HandleDelivery(const nodefl_wire_Envelope& message, device
     ++stats_.lost;
     return;
   }
-  WalkPeer* peer = peers_.FindOrAdd(d.src);
-  if (peer == nullptr || peer->state == PeerKeyState::kFailed) {
+  roles::KeyedPeer* peer = peers_.FindOrAdd(d.src);
+  if (peer == nullptr || peer->state == roles::PeerKeyState::kFailed) {
     // No record to hold a key in, or no key to be had: unreadable.
     ++stats_.lost;
     return;
   }
   const bool late = phase_ == Phase::kReport || phase_ == Phase::kDone;
   peers_.Touch(peer);
-  if (peer->state == PeerKeyState::kReady) {
+  if (peer->state == roles::PeerKeyState::kReady) {
     WalkSlot* slot = queue_.Acquire(SlotState::kResult);
     if (slot == nullptr) {
       // Queue full: the walk ends here, as it is, straight to the server.
@@ -359,9 +359,9 @@ Status FedWalkWalkRole::HandleDirectoryChunk(const nodefl_wire_Envelope& message
 }
 
 void FedWalkWalkRole::HandleCertificate(const nodefl_wire_PeerCertificate& certificate) {
-  WalkPeer* peer = peers_.OnCertificate(certificate);
+  roles::KeyedPeer* peer = peers_.OnCertificate(certificate);
   if (peer == nullptr) return;
-  if (peer->state == PeerKeyState::kReady) {
+  if (peer->state == roles::PeerKeyState::kReady) {
     OpenHeldFrom(peer);
     return;
   }
@@ -378,7 +378,7 @@ void FedWalkWalkRole::HandleCertificate(const nodefl_wire_PeerCertificate& certi
   }
 }
 
-void FedWalkWalkRole::OpenHeldFrom(WalkPeer* peer) {
+void FedWalkWalkRole::OpenHeldFrom(roles::KeyedPeer* peer) {
   // Pinned while its walks are opened: their steps may add cache records,
   // and evicting this one would change what `peer` points at.
   ++peer->waiting;
@@ -449,9 +449,9 @@ void FedWalkWalkRole::Step(WalkSlot* slot) {
 }
 
 void FedWalkWalkRole::Route(WalkSlot* slot, uint32_t destination) {
-  WalkPeer* peer = peers_.FindOrAdd(destination);
-  const bool no_key = peer == nullptr || peer->state == PeerKeyState::kFailed ||
-                      (deadline_passed_ && peer->state != PeerKeyState::kReady);
+  roles::KeyedPeer* peer = peers_.FindOrAdd(destination);
+  const bool no_key = peer == nullptr || peer->state == roles::PeerKeyState::kFailed ||
+                      (deadline_passed_ && peer->state != roles::PeerKeyState::kReady);
   if (no_key) {
     --slot->header.hops;  // the message is not sent
     EndHere(slot, WalkOutcome::kDropped);
@@ -465,12 +465,12 @@ void FedWalkWalkRole::Route(WalkSlot* slot, uint32_t destination) {
 
 void FedWalkWalkRole::AttachPeer(WalkSlot* slot, uint32_t id) {
   slot->peer = id;
-  if (WalkPeer* p = peers_.Find(id)) ++p->waiting;
+  if (roles::KeyedPeer* p = peers_.Find(id)) ++p->waiting;
 }
 
 void FedWalkWalkRole::DetachPeer(WalkSlot* slot) {
   if (slot->state != SlotState::kSealed && slot->state != SlotState::kForward) return;
-  WalkPeer* p = peers_.Find(slot->peer);
+  roles::KeyedPeer* p = peers_.Find(slot->peer);
   if (p != nullptr && p->waiting > 0) --p->waiting;
 }
 
@@ -492,8 +492,8 @@ void FedWalkWalkRole::EndWaitingWalks(bool only_for_keys) {
     if (s.state == SlotState::kSealed) {
       Abandon(&s);
     } else if (s.state == SlotState::kForward) {
-      const WalkPeer* p = peers_.Find(s.peer);
-      if (only_for_keys && p != nullptr && p->state == PeerKeyState::kReady) continue;
+      const roles::KeyedPeer* p = peers_.Find(s.peer);
+      if (only_for_keys && p != nullptr && p->state == roles::PeerKeyState::kReady) continue;
       --s.header.hops;
       EndHere(&s, WalkOutcome::kDropped);
     }
@@ -529,7 +529,7 @@ Status FedWalkWalkRole::SendResult(device::DeviceSession& session, WalkSlot* slo
   return Status::Ok();
 }
 
-Status FedWalkWalkRole::SendForward(device::DeviceSession& session, WalkSlot* slot, WalkPeer* peer) {
+Status FedWalkWalkRole::SendForward(device::DeviceSession& session, WalkSlot* slot, roles::KeyedPeer* peer) {
   const ByteSpan bytes = queue_.Bytes(slot);
   if (!EncodeWalkHeader(slot->header, bytes).ok()) {
     // Cannot happen for a header a step produced; never fatal either way.
@@ -586,17 +586,17 @@ Status FedWalkWalkRole::SendHeldWalks(device::DeviceSession& session) {
     if (slot->state == SlotState::kResult) {
       NODEFL_TRY(SendResult(session, slot));
     } else if (slot->state == SlotState::kForward) {
-      WalkPeer* peer = peers_.Find(slot->peer);
-      if (peer != nullptr && peer->state == PeerKeyState::kReady) NODEFL_TRY(SendForward(session, slot, peer));
+      roles::KeyedPeer* peer = peers_.Find(slot->peer);
+      if (peer != nullptr && peer->state == roles::PeerKeyState::kReady) NODEFL_TRY(SendForward(session, slot, peer));
     }
   }
   return Status::Ok();
 }
 
 bool FedWalkWalkRole::NeighbourKeysSettled() const {
-  for (const WalkPeer& p : storage_.neighbour_peers.first(inputs_.neighbours.size())) {
-    if (p.state == PeerKeyState::kWanted || p.state == PeerKeyState::kRequested ||
-        p.state == PeerKeyState::kDirectory) {
+  for (const roles::KeyedPeer& p : storage_.neighbour_peers.first(inputs_.neighbours.size())) {
+    if (p.state == roles::PeerKeyState::kWanted || p.state == roles::PeerKeyState::kRequested ||
+        p.state == roles::PeerKeyState::kDirectory) {
       return false;
     }
   }

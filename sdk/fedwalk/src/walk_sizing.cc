@@ -32,8 +32,8 @@ Result<StoragePlan> Plan(const WalkSizing& sizing) {
   Counts c{};
   NODEFL_TRY(CountsOf(sizing, &c));
   StoragePlan plan;
-  NODEFL_TRY(plan.Add<WalkPeer>(sizing.neighbours));
-  NODEFL_TRY(plan.Add<WalkPeer>(sizing.peer_cache));
+  NODEFL_TRY(plan.Add<roles::KeyedPeer>(sizing.neighbours));
+  NODEFL_TRY(plan.Add<roles::KeyedPeer>(sizing.peer_cache));
   NODEFL_TRY(plan.Add<WalkSlot>(sizing.slots()));
   NODEFL_TRY(plan.Add<uint8_t>(c.slot_memory));
   NODEFL_TRY(plan.Add<uint8_t>(c.scratch));

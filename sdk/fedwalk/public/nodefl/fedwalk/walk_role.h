@@ -11,7 +11,7 @@
 //     roles/job_key_announcer.h), fetches the certificates and job keys of
 //     its walk neighbours (those with a codebook row; from the peer
 //     directory when JobStart says so, wire/peer_directory.h) and derives
-//     pair and job keys (walk_peers.h), then
+//     pair and job keys (roles/peer_key_table.h), then
 //     reports: OK, kUnauthenticated if a key failed, kDeadlineExceeded if
 //     the deadline passed first, kResourceExhausted if the device's memory
 //     cannot hold walks of length l (it then takes part in nothing: every
@@ -34,7 +34,7 @@
 // the other's certificate when first needed (PeerKeyRequest), holding the
 // walk meanwhile (a sealed one as received, opened in arrival order once
 // the key is there). Non-neighbour keys live in a bounded LRU cache
-// (walk_peers.h).
+// (roles/peer_key_table.h).
 //
 // No walk is lost silently. The queue holds min(max_pending_walks, the
 // slots the storage gives) walks. When it is full,
@@ -55,7 +55,7 @@
 //
 // Sealing. Every walk message is sealed (seal.h) with the job keys of the
 // pair, under one device-wide counter per job, so counters never repeat
-// under any key (see walk_peers.h on evicted cache records). The counter
+// under any key (see roles/peer_key_table.h on evicted cache records). The counter
 // and the ephemeral key start together (a new job id in round 1's
 // JobStart) and end together (the role's report of round 3 wipes the job's
 // keys); a JobStart repeating the running job changes neither. The
@@ -99,8 +99,8 @@
 // never fatal.
 //
 // Memory (WalkStorage, all caller-provided; no heap in this code, see
-// walk_peers.h for MbedTLS): per neighbour one WalkPeer (~200 bytes); per
-// cache record one WalkPeer; per queue slot 24 + WalkSlotBytes(l) bytes
+// roles/peer_key_table.h for MbedTLS): per neighbour one roles::KeyedPeer (~200 bytes); per
+// cache record one roles::KeyedPeer; per queue slot 24 + WalkSlotBytes(l) bytes
 // (204 bytes per slot at l = 40); scratch WalkSlotBytes(l); the tree index
 // (TreeIndex: about 12 bytes per vertex); the predictor pool (4 bytes per
 // entry). The object itself is about 2.5 KiB on 64-bit hosts, half of it
@@ -119,7 +119,7 @@
 #include "nodefl/fedwalk/hct_role.h"
 #include "nodefl/fedwalk/hct_storage.h"
 #include "nodefl/fedwalk/tree_index.h"
-#include "nodefl/fedwalk/walk_peers.h"
+#include "nodefl/roles/peer_key_table.h"
 #include "nodefl/fedwalk/walk_queue.h"
 #include "nodefl/fedwalk/walk_step.h"
 #include "nodefl/privacy/ledger.h"
@@ -147,8 +147,8 @@ struct WalkInputs {
 WalkInputs WalkInputsFrom(const FedWalkHctRole& hct);
 
 struct WalkStorage {
-  Span<WalkPeer> neighbour_peers;  // >= the neighbours' count
-  Span<WalkPeer> peer_cache;       // non-neighbours (may be empty: no 2-hop jumps to or from strangers)
+  Span<roles::KeyedPeer> neighbour_peers;  // >= the neighbours' count
+  Span<roles::KeyedPeer> peer_cache;       // non-neighbours (may be empty: no 2-hop jumps to or from strangers)
   Span<WalkSlot> slots;            // the queue's slots
   Span<uint8_t> slot_memory;       // slots.size() x WalkSlotBytes(l)
   Span<uint8_t> scratch;           // WalkSlotBytes(l)
@@ -209,8 +209,8 @@ class FedWalkWalkRole final : public device::Role {
   const ReleaseCost& encoding_cost() const { return encoding_cost_; }
   size_t held_walks() const { return queue_.in_use(); }
   size_t queue_capacity() const { return queue_.capacity(); }
-  const WalkPeerTable& peers() const { return peers_; }
-  // See WalkPeerTable::SetPairKeySource.
+  const roles::PeerKeyTable& peers() const { return peers_; }
+  // See roles::PeerKeyTable::SetPairKeySource.
   void SetPairKeySource(const seal::PairKeySource& source) { peers_.SetPairKeySource(source); }
 
  private:
@@ -227,8 +227,8 @@ class FedWalkWalkRole final : public device::Role {
 
   // Opens `sealed` from `peer` into `out`; checks the walk. The walk's
   // header on success; counts refusals.
-  bool OpenWalk(WalkPeer* peer, ConstByteSpan sealed, ByteSpan out, WalkHeader* header);
-  void OpenHeldFrom(WalkPeer* peer);
+  bool OpenWalk(roles::KeyedPeer* peer, ConstByteSpan sealed, ByteSpan out, WalkHeader* header);
+  void OpenHeldFrom(roles::KeyedPeer* peer);
   // Runs the step on a walk held in `slot` and decides where it goes.
   void Step(WalkSlot* slot);
   void Route(WalkSlot* slot, uint32_t destination);
@@ -242,7 +242,7 @@ class FedWalkWalkRole final : public device::Role {
   Status SendKeyRequests(device::DeviceSession& session);
   Status SendHeldWalks(device::DeviceSession& session);
   Status SendResult(device::DeviceSession& session, WalkSlot* slot);
-  Status SendForward(device::DeviceSession& session, WalkSlot* slot, WalkPeer* peer);
+  Status SendForward(device::DeviceSession& session, WalkSlot* slot, roles::KeyedPeer* peer);
   Status SendReport(device::DeviceSession& session, uint32_t round);
   bool NeighbourKeysSettled() const;
 
@@ -253,7 +253,7 @@ class FedWalkWalkRole final : public device::Role {
   void* random_context_;
   Drbg& rng_;
   PrivacyLedger& ledger_;
-  WalkPeerTable peers_;
+  roles::PeerKeyTable peers_;
   WalkQueue queue_;
   TreeIndex tree_index_;
   WalkInputs inputs_;

@@ -14,9 +14,9 @@
 namespace nodefl::fedwalk {
 
 struct WalkSizing {
-  // The neighbours the device gives the role (one WalkPeer each).
+  // The neighbours the device gives the role (one roles::KeyedPeer each).
   uint32_t neighbours = 0;
-  // Non-neighbours whose keys it caches for 2-hop jumps (one WalkPeer each;
+  // Non-neighbours whose keys it caches for 2-hop jumps (one roles::KeyedPeer each;
   // 0: no 2-hop jumps to or from strangers).
   uint32_t peer_cache = 256;
   // Walks held at once: this plus a quarter of the neighbours, at most
@@ -35,8 +35,8 @@ struct WalkSizing {
 // The peers hold keys and wipe them when destroyed: keep this alive as
 // long as the role, and construct the role with `storage`.
 struct WalkArenaStorage {
-  ArenaObjects<WalkPeer> neighbour_peers;
-  ArenaObjects<WalkPeer> peer_cache;
+  ArenaObjects<roles::KeyedPeer> neighbour_peers;
+  ArenaObjects<roles::KeyedPeer> peer_cache;
   WalkStorage storage;  // spans over the above and the rest of the carve
 };
 

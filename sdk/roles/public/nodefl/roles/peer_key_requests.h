@@ -3,8 +3,8 @@
 // Asking the server for neighbours' certificates (PeerKeyRequest, up to its
 // capacity of ids per message), shared by the roles that key every
 // neighbour before a job's exchange (neighbour echo, secure compare).
-// `Peer` needs `id`, `key_requested` and `key_answered`; the walk role keys on demand
-// (fedwalk/walk_peers.h) and does not use this.
+// `Peer` needs `id`, `key_requested` and `key_answered`. Roles that key
+// non-neighbours on demand use peer_key_table.h instead.
 #pragma once
 
 #include <cstddef>

@@ -1,10 +1,12 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
-// WalkPeerTable: the end-to-end keys a device holds in the FedWalk walk job
-// (walk_role.h): one record per neighbour, for the whole job, and a bounded
-// cache of records for the non-neighbours that 2-hop jumps bring (walks the
-// device sends to a predicted u', walks a predicted jump brings from a
-// device that is not a neighbour).
+// PeerKeyTable: the end-to-end keys a role holds for its peers in one job:
+// one record per neighbour, for the whole job, and a bounded cache of
+// records for non-neighbours it must reach on demand (FedWalk's walk role:
+// walks sent to a predicted 2-hop u', walks a jump brings from a device
+// that is not a neighbour; Lumos's comparisons with candidate-vertex-set
+// members). Roles that only ever talk to neighbours (neighbour echo, the
+// greedy comparisons) use peer_key_requests.h directly.
 //
 // Keys are obtained as in the neighbour-echo job (echo/neighbour_echo.h):
 // the server answers PeerKeyRequest with PeerCertificate (certificate and
@@ -17,23 +19,26 @@
 // jobs, so its certificate is checked once; a cached non-neighbour's go
 // with its record.
 //
-// Cache eviction: least recently used among the records that no held walk
-// waits on and that have no certificate request in flight (evicting those
-// would strand a walk or mis-account a request). When every record is
-// pinned, a new non-neighbour gets no record and the walk that needed it
-// ends (walk_role.h says how).
+// Cache eviction: least recently used among the records that no held
+// message waits on and that have no certificate request in flight (evicting
+// those would strand a message or mis-account a request). When every record
+// is pinned, a new non-neighbour gets no record and the role decides what
+// the message that needed it becomes (the walk role ends the walk,
+// fedwalk/walk_role.h).
 //
-// Counters and replays. Every device seals with one device-wide counter per
-// job (walk_role.h), so counters never repeat under any key, even after a
+// Counters and replays. A role using this table must seal with one
+// device-wide counter per job (as fedwalk/walk_role.h does), so counters
+// never repeat under any key, even after a
 // record was evicted and its keys re-derived. The receiving side keeps a
 // seal::ReplayWindow per record; an evicted record's window is forgotten,
 // so a message its sender sealed before the eviction could be replayed
-// once more by the relay after the record is re-created. The walk job
-// tolerates that: a replayed walk costs the device encodings (recorded in
-// its ledger like any other) and the server sees a duplicate walk id.
+// once more by the relay after the record is re-created; the role must
+// tolerate that (the walk job does: a replayed walk costs the device
+// encodings, recorded in its ledger like any other, and the server sees a
+// duplicate walk id).
 // Size the cache so eviction is rare.
 //
-// Memory: sizeof(WalkPeer) (about 200 bytes) per neighbour and per cache
+// Memory: sizeof(KeyedPeer) (about 200 bytes) per neighbour and per cache
 // record, all caller-provided; no heap in this code (certificate checks and
 // ECDH allocate inside MbedTLS, see sdk/seal).
 #pragma once
@@ -51,7 +56,7 @@
 #include "nodefl/seal/replay_window.h"
 #include "nodefl/tls/credentials.h"
 
-namespace nodefl::fedwalk {
+namespace nodefl::roles {
 
 enum class PeerKeyState : uint8_t {
   kUnused,     // cache record: free
@@ -63,24 +68,24 @@ enum class PeerKeyState : uint8_t {
   kFailed,     // not found, or failed verification or derivation
 };
 
-struct WalkPeer {
+struct KeyedPeer {
   uint32_t id = 0;
   PeerKeyState state = PeerKeyState::kUnused;
-  uint16_t waiting = 0;    // held walks that need this record's keys
+  uint16_t waiting = 0;    // held messages (walks, comparisons) that need this record's keys
   uint32_t last_used = 0;  // LRU stamp (cache records)
   seal::PairKeys pair_keys;  // long-term (ECDH)
   seal::PairKeys job_keys;   // this job's
   seal::ReplayWindow window;
 };
 
-class WalkPeerTable {
+class PeerKeyTable {
  public:
-  WalkPeerTable(const tls::TlsCredentials& credentials, crypto::RandomFunction random, void* random_context);
+  PeerKeyTable(const tls::TlsCredentials& credentials, crypto::RandomFunction random, void* random_context);
 
   // Binds the records. neighbours[i].id must be sorted ascending, without
   // duplicates, without own_id (kInvalidArgument otherwise); the records'
   // pair keys are kept if their id is unchanged since the last Bind.
-  Status Bind(uint32_t own_id, Span<WalkPeer> neighbours, Span<WalkPeer> cache);
+  Status Bind(uint32_t own_id, Span<KeyedPeer> neighbours, Span<KeyedPeer> cache);
 
   // Replaces certificate check + ECDH (seal/pair_key_source.h); for hosts
   // of many emulated devices only.
@@ -99,15 +104,15 @@ class WalkPeerTable {
   void EndJob();
 
   // The record of a neighbour or a cached peer; nullptr if none.
-  WalkPeer* Find(uint32_t id);
+  KeyedPeer* Find(uint32_t id);
   bool IsNeighbour(uint32_t id) const;
   // Find, or a new cache record (kNone) for `id`, evicting as described
   // above; nullptr when the cache is full of pinned records (or has none).
-  WalkPeer* FindOrAdd(uint32_t id);
+  KeyedPeer* FindOrAdd(uint32_t id);
   // Marks a use (LRU).
-  void Touch(WalkPeer* peer) { peer->last_used = ++clock_; }
+  void Touch(KeyedPeer* peer) { peer->last_used = ++clock_; }
   // Marks a record as needed: kNone -> kWanted.
-  void Want(WalkPeer* peer);
+  void Want(KeyedPeer* peer);
 
   // Fills a PeerKeyRequest with up to its capacity of kWanted ids (which
   // become kRequested), respecting `max_outstanding` requests in flight.
@@ -116,7 +121,7 @@ class WalkPeerTable {
   // A PeerCertificate for this job (an answer, or a directory entry).
   // Returns the record it settled (kReady or kFailed), or nullptr for an
   // answer nobody asked for or an entry nobody awaits (ignored).
-  WalkPeer* OnCertificate(const nodefl_wire_PeerCertificate& certificate);
+  KeyedPeer* OnCertificate(const nodefl_wire_PeerCertificate& certificate);
   // The connection broke: requests in flight are lost and asked again.
   void OnRestart();
 
@@ -124,23 +129,23 @@ class WalkPeerTable {
   uint32_t outstanding() const { return outstanding_; }
   uint32_t key_failures() const { return key_failures_; }
   uint32_t evictions() const { return evictions_; }
-  Span<WalkPeer> neighbours() { return neighbours_; }
+  Span<KeyedPeer> neighbours() { return neighbours_; }
 
  private:
-  Status Derive(WalkPeer* peer, ConstByteSpan certificate_der, ConstByteSpan peer_job_key);
+  Status Derive(KeyedPeer* peer, ConstByteSpan certificate_der, ConstByteSpan peer_job_key);
   // kReady on success; kFailed (pair keys wiped, counted) otherwise.
-  void Settle(WalkPeer* peer, Status derived);
+  void Settle(KeyedPeer* peer, Status derived);
   // Moves a record to `state`, keeping the kWanted/kRequested counts.
-  void SetState(WalkPeer* peer, PeerKeyState state);
-  void ResetJobState(WalkPeer* peer);
+  void SetState(KeyedPeer* peer, PeerKeyState state);
+  void ResetJobState(KeyedPeer* peer);
 
   const tls::TlsCredentials& credentials_;
   crypto::RandomFunction random_;
   void* random_context_;
   seal::PairKeySource source_;
   uint32_t own_id_ = 0;
-  Span<WalkPeer> neighbours_;
-  Span<WalkPeer> cache_;
+  Span<KeyedPeer> neighbours_;
+  Span<KeyedPeer> cache_;
   const seal::JobKeyPair* own_key_ = nullptr;
   uint32_t clock_ = 0;
   uint32_t wanted_ = 0;       // records in kWanted
@@ -150,20 +155,20 @@ class WalkPeerTable {
 };
 
 template <typename Wanted>
-void WalkPeerTable::StartJob(const seal::JobKeyPair& own_key, bool directory, Wanted wanted) {
+void PeerKeyTable::StartJob(const seal::JobKeyPair& own_key, bool directory, Wanted wanted) {
   own_key_ = &own_key;
   wanted_ = outstanding_ = key_failures_ = evictions_ = 0;
-  for (WalkPeer& p : cache_) {
+  for (KeyedPeer& p : cache_) {
     p.pair_keys.Wipe();
     ResetJobState(&p);
     p.state = PeerKeyState::kUnused;
   }
   for (size_t i = 0; i < neighbours_.size(); ++i) {
-    WalkPeer& p = neighbours_[i];
+    KeyedPeer& p = neighbours_[i];
     ResetJobState(&p);
     const PeerKeyState taking = directory ? PeerKeyState::kDirectory : PeerKeyState::kWanted;
     SetState(&p, wanted(i) ? taking : PeerKeyState::kNone);
   }
 }
 
-}  // namespace nodefl::fedwalk
+}  // namespace nodefl::roles

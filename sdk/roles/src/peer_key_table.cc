@@ -1,22 +1,22 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/fedwalk/walk_peers.h"
+#include "nodefl/roles/peer_key_table.h"
 
 #include "nodefl/core/sorted_search.h"
 #include "nodefl/protocol/envelope_codec.h"
 
-namespace nodefl::fedwalk {
+namespace nodefl::roles {
 namespace {
 
 // Neighbours are kept sorted by id (Bind checks), so lookups bisect.
-constexpr auto kPeerId = [](const WalkPeer& p) { return p.id; };
+constexpr auto kPeerId = [](const KeyedPeer& p) { return p.id; };
 
 }  // namespace
 
-WalkPeerTable::WalkPeerTable(const tls::TlsCredentials& credentials, crypto::RandomFunction random,
+PeerKeyTable::PeerKeyTable(const tls::TlsCredentials& credentials, crypto::RandomFunction random,
                              void* random_context)
     : credentials_(credentials), random_(random), random_context_(random_context) {}
 
-Status WalkPeerTable::Bind(uint32_t own_id, Span<WalkPeer> neighbours, Span<WalkPeer> cache) {
+Status PeerKeyTable::Bind(uint32_t own_id, Span<KeyedPeer> neighbours, Span<KeyedPeer> cache) {
   for (size_t i = 0; i < neighbours.size(); ++i) {
     if (neighbours[i].id == own_id) return Status::InvalidArgument();
     if (i > 0 && neighbours[i - 1].id >= neighbours[i].id) return Status::InvalidArgument();
@@ -25,8 +25,8 @@ Status WalkPeerTable::Bind(uint32_t own_id, Span<WalkPeer> neighbours, Span<Walk
   neighbours_ = neighbours;
   cache_ = cache;
   wanted_ = outstanding_ = 0;
-  for (WalkPeer& p : neighbours_) ResetJobState(&p);
-  for (WalkPeer& p : cache_) {
+  for (KeyedPeer& p : neighbours_) ResetJobState(&p);
+  for (KeyedPeer& p : cache_) {
     p.pair_keys.Wipe();
     ResetJobState(&p);
     p.state = PeerKeyState::kUnused;
@@ -34,7 +34,7 @@ Status WalkPeerTable::Bind(uint32_t own_id, Span<WalkPeer> neighbours, Span<Walk
   return Status::Ok();
 }
 
-void WalkPeerTable::ResetJobState(WalkPeer* p) {
+void PeerKeyTable::ResetJobState(KeyedPeer* p) {
   p->job_keys.Wipe();
   p->window = seal::ReplayWindow();
   p->waiting = 0;
@@ -47,7 +47,7 @@ void WalkPeerTable::ResetJobState(WalkPeer* p) {
   if (p->pair_keys.valid && (p->pair_keys.low_id != low || p->pair_keys.high_id != high)) p->pair_keys.Wipe();
 }
 
-void WalkPeerTable::SetState(WalkPeer* p, PeerKeyState state) {
+void PeerKeyTable::SetState(KeyedPeer* p, PeerKeyState state) {
   if (p->state == PeerKeyState::kWanted) --wanted_;
   if (p->state == PeerKeyState::kRequested) --outstanding_;
   p->state = state;
@@ -55,21 +55,21 @@ void WalkPeerTable::SetState(WalkPeer* p, PeerKeyState state) {
   if (state == PeerKeyState::kRequested) ++outstanding_;
 }
 
-bool WalkPeerTable::IsNeighbour(uint32_t id) const { return FindSorted(neighbours_, id, kPeerId) != nullptr; }
+bool PeerKeyTable::IsNeighbour(uint32_t id) const { return FindSorted(neighbours_, id, kPeerId) != nullptr; }
 
-WalkPeer* WalkPeerTable::Find(uint32_t id) {
-  if (WalkPeer* p = FindSorted(neighbours_, id, kPeerId)) return p;
-  for (WalkPeer& p : cache_) {
+KeyedPeer* PeerKeyTable::Find(uint32_t id) {
+  if (KeyedPeer* p = FindSorted(neighbours_, id, kPeerId)) return p;
+  for (KeyedPeer& p : cache_) {
     if (p.state != PeerKeyState::kUnused && p.id == id) return &p;
   }
   return nullptr;
 }
 
-WalkPeer* WalkPeerTable::FindOrAdd(uint32_t id) {
+KeyedPeer* PeerKeyTable::FindOrAdd(uint32_t id) {
   if (id == own_id_) return nullptr;
-  if (WalkPeer* found = Find(id)) return found;
-  WalkPeer* victim = nullptr;
-  for (WalkPeer& p : cache_) {
+  if (KeyedPeer* found = Find(id)) return found;
+  KeyedPeer* victim = nullptr;
+  for (KeyedPeer& p : cache_) {
     if (p.state == PeerKeyState::kUnused) {
       victim = &p;
       break;
@@ -88,14 +88,14 @@ WalkPeer* WalkPeerTable::FindOrAdd(uint32_t id) {
   return victim;
 }
 
-void WalkPeerTable::Want(WalkPeer* p) {
+void PeerKeyTable::Want(KeyedPeer* p) {
   if (p->state == PeerKeyState::kNone) SetState(p, PeerKeyState::kWanted);
 }
 
-size_t WalkPeerTable::FillRequest(nodefl_wire_PeerKeyRequest* request, uint32_t max_outstanding) {
+size_t PeerKeyTable::FillRequest(nodefl_wire_PeerKeyRequest* request, uint32_t max_outstanding) {
   const size_t capacity = sizeof(request->device_ids) / sizeof(request->device_ids[0]);
   size_t added = 0;
-  auto take = [&](WalkPeer& p) {
+  auto take = [&](KeyedPeer& p) {
     if (p.state != PeerKeyState::kWanted || request->device_ids_count >= capacity ||
         outstanding_ >= max_outstanding) {
       return;
@@ -106,15 +106,15 @@ size_t WalkPeerTable::FillRequest(nodefl_wire_PeerKeyRequest* request, uint32_t 
   };
   // Cache records first: a walk waits on each of them, while neighbours'
   // keys are mostly fetched ahead in round 1.
-  for (WalkPeer& p : cache_) take(p);
-  for (WalkPeer& p : neighbours_) {
+  for (KeyedPeer& p : cache_) take(p);
+  for (KeyedPeer& p : neighbours_) {
     if (wanted_ == 0) break;
     take(p);
   }
   return added;
 }
 
-Status WalkPeerTable::Derive(WalkPeer* p, ConstByteSpan certificate_der, ConstByteSpan peer_job_key) {
+Status PeerKeyTable::Derive(KeyedPeer* p, ConstByteSpan certificate_der, ConstByteSpan peer_job_key) {
   if (own_key_ == nullptr || !own_key_->valid()) return Status::FailedPrecondition();
   if (!p->pair_keys.valid) {
     // A neighbour's certificate is checked once; its pair keys stay.
@@ -125,18 +125,18 @@ Status WalkPeerTable::Derive(WalkPeer* p, ConstByteSpan certificate_der, ConstBy
                              &p->job_keys);
 }
 
-void WalkPeerTable::EndJob() {
-  auto end = [this](WalkPeer& p) {
+void PeerKeyTable::EndJob() {
+  auto end = [this](KeyedPeer& p) {
     p.job_keys.Wipe();
     // Nothing of this job can be opened or sealed any more.
     if (p.state != PeerKeyState::kUnused && p.state != PeerKeyState::kNone) SetState(&p, PeerKeyState::kFailed);
   };
-  for (WalkPeer& p : neighbours_) end(p);
-  for (WalkPeer& p : cache_) end(p);
+  for (KeyedPeer& p : neighbours_) end(p);
+  for (KeyedPeer& p : cache_) end(p);
   own_key_ = nullptr;
 }
 
-void WalkPeerTable::Settle(WalkPeer* p, Status derived) {
+void PeerKeyTable::Settle(KeyedPeer* p, Status derived) {
   if (derived.ok()) {
     SetState(p, PeerKeyState::kReady);
     return;
@@ -147,8 +147,8 @@ void WalkPeerTable::Settle(WalkPeer* p, Status derived) {
   SetState(p, PeerKeyState::kFailed);
 }
 
-WalkPeer* WalkPeerTable::OnCertificate(const nodefl_wire_PeerCertificate& cert) {
-  WalkPeer* p = Find(cert.device_id);
+KeyedPeer* PeerKeyTable::OnCertificate(const nodefl_wire_PeerCertificate& cert) {
+  KeyedPeer* p = Find(cert.device_id);
   // Certificates nobody asked for (or a second answer) are ignored, never
   // trusted.
   if (p == nullptr || (p->state != PeerKeyState::kRequested && p->state != PeerKeyState::kDirectory)) {
@@ -159,18 +159,18 @@ WalkPeer* WalkPeerTable::OnCertificate(const nodefl_wire_PeerCertificate& cert) 
   return p;
 }
 
-void WalkPeerTable::EndDirectory() {
-  for (WalkPeer& p : neighbours_) {
+void PeerKeyTable::EndDirectory() {
+  for (KeyedPeer& p : neighbours_) {
     if (p.state == PeerKeyState::kDirectory) Settle(&p, Status::NotFound());
   }
 }
 
-void WalkPeerTable::OnRestart() {
-  auto again = [this](WalkPeer& p) {
+void PeerKeyTable::OnRestart() {
+  auto again = [this](KeyedPeer& p) {
     if (p.state == PeerKeyState::kRequested) SetState(&p, PeerKeyState::kWanted);
   };
-  for (WalkPeer& p : neighbours_) again(p);
-  for (WalkPeer& p : cache_) again(p);
+  for (KeyedPeer& p : neighbours_) again(p);
+  for (KeyedPeer& p : cache_) again(p);
 }
 
-}  // namespace nodefl::fedwalk
+}  // namespace nodefl::roles
