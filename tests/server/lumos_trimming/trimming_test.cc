@@ -316,6 +316,34 @@ TEST(LumosTrimmingTest, McmcAcceptanceMatchesEq18) {
   ASSERT_TRUE(stats.by_delta.count(1));
 }
 
+// The comparison counts, worked by hand on a star (centre 0, leaves 1..4).
+// Greedy: LogDegree(4) = 1 > LogDegree(1) = 0, so every leaf keeps its edge
+// (4 comparisons). One MCMC iteration: Alg. 3 compares across the 4 edges;
+// the leaves (1 > 0) are the candidates, C(4, 2) = 6 pairs; a leaf gives its
+// one edge to the centre (k = 1); Alg. 3 again: 4 + C(4, 2) (the centre and
+// the three other leaves tie at 1); line 7: 1. Total 21, delta 0, accepted.
+// Exact from greedy: level 1, 2|V| - 1 = 9, then a search from a leaf
+// reaches the centre (1 more) and cannot go on: optimal, 10.
+TEST(LumosTrimmingTest, ComparisonCountsOnAStar) {
+  TrimGraph g(5, {{0, 1}, {0, 2}, {0, 3}, {0, 4}});
+  MethodStats greedy_stats, exact_stats;
+  const Trimming greedy = Greedy(g, &greedy_stats);
+  EXPECT_EQ(greedy_stats.comparisons, 4u);
+  EXPECT_EQ(greedy.workloads(), (std::vector<uint32_t>{0, 1, 1, 1, 1}));
+  McmcStats stats;
+  const Trimming mcmc = Mcmc(greedy, {.iterations = 1, .seed = 1, .check_invariant = true}, &stats);
+  EXPECT_EQ(stats.comparisons, 21u);
+  EXPECT_EQ(stats.moves, 1u);
+  EXPECT_EQ(stats.by_delta.at(0).accepted, 1u);
+  EXPECT_EQ(mcmc.workload(0), 1u);
+  EXPECT_EQ(mcmc.max_workload(), 1u);
+  const Trimming exact = Exact(greedy, {.check_invariant = true}, &exact_stats);
+  EXPECT_EQ(exact_stats.comparisons, 10u);
+  EXPECT_EQ(exact_stats.moves, 0u);
+  EXPECT_EQ(exact_stats.iterations, 1u);
+  EXPECT_EQ(exact.max_workload(), 1u);
+}
+
 TEST(LumosTrimmingTest, McmcIsReproducibleFromItsSeed) {
   std::mt19937_64 rng(8);
   TrimGraph g(50, RandomEdges(50, 0.2, rng));
