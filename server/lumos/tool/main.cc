@@ -14,7 +14,7 @@
 
 #include "nodefl/host/cli/flag_parser.h"
 #include "nodefl/host/dataset/graph_dataset.h"
-#include "nodefl/server/lumos/trimming.h"
+#include "nodefl/server/lumos/trimming/trimming.h"
 
 namespace {
 

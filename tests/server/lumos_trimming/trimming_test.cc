@@ -16,7 +16,7 @@
 
 #include "nodefl/compare/compare_role.h"
 #include "nodefl/host/dataset/graph_dataset.h"
-#include "nodefl/server/lumos/trimming.h"
+#include "nodefl/server/lumos/trimming/trimming.h"
 
 namespace nodefl::server::lumos {
 namespace {

@@ -1,5 +1,5 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
-#include "nodefl/server/lumos/trimming.h"
+#include "nodefl/server/lumos/trimming/trimming.h"
 
 #include <algorithm>
 #include <chrono>
