@@ -361,5 +361,133 @@ TEST(LumosTrimmingTest, RejectsMalformedGraphs) {
   EXPECT_EQ(Mcmc(Greedy(empty), {.iterations = 3}).max_workload(), 0u);
 }
 
+// The designed round protocol (docs/lumos.md): after every round each edge
+// is kept exactly once, sum wl^2 falls in every round that moves an edge and
+// stays put otherwise, and the last round is a search that found nothing.
+void ExpectRoundsInvariants(const RoundsStats& s) {
+  const size_t rounds = s.local_rounds + s.search_rounds;
+  ASSERT_EQ(s.max_by_round.size(), rounds + 1);
+  ASSERT_EQ(s.potential_by_round.size(), rounds + 1);
+  ASSERT_EQ(s.search_round.size(), rounds);
+  for (size_t r = 1; r <= rounds; ++r) {
+    if (s.moved_by_round[r] > 0) {
+      EXPECT_LT(s.potential_by_round[r], s.potential_by_round[r - 1]) << "round " << r;
+    } else {
+      EXPECT_EQ(s.potential_by_round[r], s.potential_by_round[r - 1]) << "round " << r;
+    }
+    // A search round comes only after a local round that moved nothing.
+    if (s.search_round[r - 1]) {
+      EXPECT_EQ(s.moved_by_round[r - 1], 0u) << "round " << r;
+    }
+  }
+  EXPECT_EQ(s.search_round.back(), 1);
+  EXPECT_EQ(s.moved_by_round.back(), 0u);
+  EXPECT_LE(s.transfers, s.offers);
+}
+
+Edges LoadEdges(const char* name, uint32_t* n) {
+  const auto loaded = dataset::LoadGraph(std::filesystem::path(NODEFL_DATASETS_DIR) / name);
+  Edges edges;
+  *n = 0;
+  if (!loaded.ok) return edges;
+  *n = loaded.graph.num_nodes;
+  for (uint32_t u = 0; u < loaded.graph.num_nodes; ++u)
+    for (uint64_t i = loaded.graph.offsets[u]; i < loaded.graph.offsets[u + 1]; ++i)
+      if (u < loaded.graph.neighbours[i]) edges.push_back({u, loaded.graph.neighbours[i]});
+  return edges;
+}
+
+TEST(LumosRoundsTest, ReachesTheOptimumOnRandomGraphs) {
+  std::mt19937_64 rng(21);
+  for (int round = 0; round < 40; ++round) {
+    const uint32_t n = 5 + static_cast<uint32_t>(rng() % 295);
+    const double p = (1 + static_cast<double>(rng() % 25)) / n;
+    Edges edges = RandomEdges(n, p, rng);
+    if (round % 4 == 0) {  // a dense core, so the densest set is small
+      std::set<std::pair<uint32_t, uint32_t>> have(edges.begin(), edges.end());
+      for (uint32_t u = 0; u < std::min<uint32_t>(n, 10); ++u)
+        for (uint32_t v = u + 1; v < std::min<uint32_t>(n, 10); ++v)
+          if (have.insert({u, v}).second) edges.push_back({u, v});
+    }
+    TrimGraph g(n, edges);
+    ASSERT_TRUE(g.valid()) << g.error();
+    const Trimming greedy = Greedy(g);
+    RoundsStats stats;
+    const Trimming rounds = Rounds(greedy, {.seed = static_cast<uint64_t>(round), .check_invariant = true}, &stats);
+    ExpectOrientation(rounds);
+    const uint32_t optimum = FlowCeilDensity(n, edges);
+    EXPECT_EQ(rounds.max_workload(), optimum) << "round " << round << " n " << n;
+    EXPECT_EQ(Exact(greedy).max_workload(), optimum);
+    EXPECT_EQ(stats.max_by_round.back(), optimum);
+    ExpectRoundsInvariants(stats);
+  }
+}
+
+TEST(LumosRoundsTest, ReachesTheOptimumOnKarateFromAnySeed) {
+  uint32_t n = 0;
+  const Edges edges = LoadEdges("karate", &n);
+  if (edges.empty()) GTEST_SKIP() << "karate missing";
+  TrimGraph g(n, edges);
+  const uint32_t optimum = FlowCeilDensity(n, edges);
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    RoundsStats stats;
+    const Trimming t = Rounds(Greedy(g), {.seed = seed, .check_invariant = true}, &stats);
+    EXPECT_EQ(t.max_workload(), optimum) << "seed " << seed;
+    ExpectRoundsInvariants(stats);
+    // Also from the worst start: every edge with its lower endpoint.
+    EXPECT_EQ(Rounds(Trimming(g), {.seed = seed, .check_invariant = true}).max_workload(), optimum);
+  }
+}
+
+// Counts worked by hand. 0 keeps {0,1} and {0,2}, 1 keeps {1,3}, 2 keeps
+// {2,3}: loads 2, 1, 1, 0. No neighbour of anyone is 2 below it, but the
+// path 0 -> 1 -> 3 is improving.
+TEST(LumosRoundsTest, CountsOnAFourCycleThatNeedsALongerPath) {
+  TrimGraph g(4, {{0, 1}, {0, 2}, {1, 3}, {2, 3}});
+  const Trimming start(g);  // every edge with its lower endpoint: that orientation
+  ASSERT_EQ(start.workloads(), (std::vector<uint32_t>{2, 1, 1, 0}));
+  RoundsStats s;
+  const Trimming t = Rounds(start, {.check_invariant = true}, &s);
+  EXPECT_EQ(t.max_workload(), 1u);
+  EXPECT_EQ(s.local_rounds, 2u);
+  EXPECT_EQ(s.search_rounds, 2u);
+  EXPECT_EQ(s.offers, 0u);
+  EXPECT_EQ(s.search_reversals, 1u);
+  EXPECT_EQ(s.longest_search_path, 2u);
+  EXPECT_EQ(s.local_comparisons, 8u);  // 4 kept edges, two local rounds
+  // First search: 0 reaches 1, 2, 3 (hit at 3); 1 and 2 reach 3; 3 keeps
+  // nothing. Second: on the directed 4-cycle each vertex reaches 3 others.
+  EXPECT_EQ(s.search_comparisons, 5u + 12u);
+  EXPECT_EQ(s.max_by_round, (std::vector<uint32_t>{2, 2, 1, 1, 1}));
+  ExpectRoundsInvariants(s);
+
+  // A search depth of 1 sees only neighbours: it stops at once, at 2.
+  RoundsStats shallow;
+  EXPECT_EQ(Rounds(start, {.search_depth = 1}, &shallow).max_workload(), 2u);
+  EXPECT_EQ(shallow.search_rounds, 1u);
+  EXPECT_EQ(shallow.search_comparisons, 4u);
+}
+
+TEST(LumosRoundsTest, TiesAreDroppedByTheLowerEndpoint) {
+  TrimGraph g(2, {{0, 1}});
+  const Trimming greedy = Greedy(g);
+  ASSERT_EQ(greedy.keeper(0), Keeper::kBoth);
+  RoundsStats s;
+  const Trimming t = Rounds(greedy, {.check_invariant = true}, &s);
+  EXPECT_EQ(t.keeper(0), Keeper::kB);
+  EXPECT_EQ(s.local_comparisons, 1u);
+  EXPECT_EQ(s.search_comparisons, 1u);
+  EXPECT_EQ(Rounds(Greedy(TrimGraph(4, {}))).max_workload(), 0u);
+}
+
+TEST(LumosRoundsTest, IsReproducibleFromItsSeed) {
+  std::mt19937_64 rng(8);
+  TrimGraph g(120, RandomEdges(120, 0.1, rng));
+  RoundsStats a, b;
+  EXPECT_EQ(Rounds(Greedy(g), {.seed = 4}, &a).workloads(), Rounds(Greedy(g), {.seed = 4}, &b).workloads());
+  EXPECT_EQ(a.offers, b.offers);
+  EXPECT_EQ(a.search_comparisons, b.search_comparisons);
+}
+
 }  // namespace
 }  // namespace nodefl::server::lumos

@@ -330,4 +330,147 @@ Trimming Exact(const Trimming& start, const ExactOptions& options, MethodStats* 
   return x;
 }
 
+
+namespace {
+
+uint64_t Potential(const Trimming& t) {
+  uint64_t sum = 0;
+  for (uint32_t w : t.workloads()) sum += static_cast<uint64_t>(w) * w;
+  return sum;
+}
+
+}  // namespace
+
+// docs/lumos.md, "The exact method, round by round". Every decision in a
+// round reads the frozen copies `w` and `x` (the state at the round start),
+// as devices only learn comparison results computed from their inputs at the
+// start; the changes are applied to `next` at the end of the round.
+//  - Local round: device s compares wl(v) + 2 <= wl(s) for each edge it
+//    keeps, offers one true edge (uniform), and each v accepts the first
+//    offer in a random arrival order. Each device gives and takes at most one
+//    edge, so the accepted edges form chains whose frozen workloads fall by
+//    >= 2 per hop: no cycle, and each chain lowers sum wl^2 by >= 2.
+//  - Search round (only after a local round that moved nothing): every s
+//    that keeps edges runs a BFS over kept edges up to the depth bound and
+//    compares each vertex t it reaches with itself (wl(t) + 2 <= wl(s)),
+//    stopping at the first hit. The server reverses vertex-disjoint paths,
+//    greedily in random order, so loads change only at path ends.
+//  - Stop after a search round that found nothing. With an unbounded depth
+//    no improving path is then left anywhere, so the orientation is optimal.
+Trimming Rounds(const Trimming& start, const RoundsOptions& options, RoundsStats* stats) {
+  const auto clock_start = Clock::now();
+  RoundsStats local;
+  RoundsStats& s = stats ? *stats : local;
+  s = RoundsStats{};
+  Trimming next = start;
+  const TrimGraph& g = next.graph();
+  for (uint64_t e = 0; e < g.num_edges(); ++e) {
+    if (next.keeper(e) == Keeper::kBoth) next.Set(e, Keeper::kB);  // a < b: a drops it
+  }
+  Rng rng(options.seed);
+  const uint32_t n = g.num_vertices();
+  const auto record = [&](uint64_t moved, bool search) {
+    s.max_by_round.push_back(next.max_workload());
+    s.potential_by_round.push_back(Potential(next));
+    s.moved_by_round.push_back(moved);
+    s.search_round.push_back(search ? 1 : 0);
+    if (options.check_invariant) {
+      const std::string bad = next.CheckInvariant(true);
+      if (!bad.empty()) throw std::logic_error("round " + std::to_string(s.max_by_round.size() - 1) + ": " + bad);
+    }
+  };
+  s.max_by_round.push_back(next.max_workload());
+  s.potential_by_round.push_back(Potential(next));
+  s.moved_by_round.push_back(0);
+
+  std::vector<uint64_t> hits;
+  std::vector<std::pair<uint32_t, uint64_t>> offers;  // (sender, edge)
+  std::vector<uint8_t> accepted(n), used(n);
+  std::vector<uint64_t> stamp(n, 0), parent_edge(n, 0);
+  std::vector<uint32_t> depth(n, 0), queue;
+  std::vector<std::vector<uint64_t>> paths;  // edges, from the end back to the source
+  uint64_t generation = 0;
+  while (true) {
+    // Local round.
+    const Trimming x = next;
+    const std::vector<uint32_t>& w = x.workloads();
+    offers.clear();
+    for (uint32_t u = 0; u < n; ++u) {
+      hits.clear();
+      for (uint64_t e : g.incident(u)) {
+        if (!x.keeps(u, e)) continue;
+        ++s.local_comparisons;
+        if (w[g.other(e, u)] + 2 <= w[u]) hits.push_back(e);
+      }
+      if (!hits.empty()) offers.push_back({u, hits[rng.Below(hits.size())]});
+    }
+    s.offers += offers.size();
+    for (size_t i = offers.size(); i > 1; --i) std::swap(offers[i - 1], offers[rng.Below(i)]);  // arrival order
+    std::fill(accepted.begin(), accepted.end(), 0);
+    uint64_t moved = 0;
+    for (auto [u, e] : offers) {
+      const uint32_t v = g.other(e, u);
+      if (accepted[v]) continue;
+      accepted[v] = 1;
+      next.MoveAway(u, e);
+      ++moved;
+    }
+    ++s.local_rounds;
+    s.transfers += moved;
+    record(moved, false);
+    if (moved > 0) continue;
+
+    // Search round on the same frozen state (nothing moved).
+    paths.clear();
+    for (uint32_t src = 0; src < n; ++src) {
+      ++generation;
+      queue.assign(1, src);
+      stamp[src] = generation;
+      depth[src] = 0;
+      bool found = false;
+      for (size_t head = 0; head < queue.size() && !found; ++head) {
+        const uint32_t u = queue[head];
+        if (options.search_depth && depth[u] >= options.search_depth) continue;
+        for (uint64_t e : g.incident(u)) {
+          if (!x.keeps(u, e)) continue;
+          const uint32_t v = g.other(e, u);
+          if (stamp[v] == generation) continue;
+          stamp[v] = generation;
+          parent_edge[v] = e;
+          depth[v] = depth[u] + 1;
+          ++s.search_comparisons;
+          if (w[v] + 2 <= w[src]) {
+            std::vector<uint64_t> path;
+            for (uint32_t t = v; t != src; t = g.other(parent_edge[t], t)) path.push_back(parent_edge[t]);
+            paths.push_back(std::move(path));
+            found = true;
+            break;
+          }
+          queue.push_back(v);
+        }
+      }
+    }
+    for (size_t i = paths.size(); i > 1; --i) std::swap(paths[i - 1], paths[rng.Below(i)]);
+    std::fill(used.begin(), used.end(), 0);
+    moved = 0;
+    for (const std::vector<uint64_t>& path : paths) {
+      bool free = true;
+      for (uint64_t e : path) free = free && !used[g.a(e)] && !used[g.b(e)];
+      if (!free) continue;
+      for (uint64_t e : path) {
+        used[g.a(e)] = used[g.b(e)] = 1;
+        next.MoveAway(next.keeps(g.a(e), e) ? g.a(e) : g.b(e), e);
+      }
+      ++s.search_reversals;
+      s.longest_search_path = std::max<uint64_t>(s.longest_search_path, path.size());
+      moved += path.size();
+    }
+    ++s.search_rounds;
+    record(moved, true);
+    if (moved == 0) break;
+  }
+  s.seconds = SecondsSince(clock_start);
+  return next;
+}
+
 }  // namespace nodefl::server::lumos

@@ -7,7 +7,7 @@
 // workload-balancing problem (Lumos Eq. 10) minimises max_u wl(u) subject to
 // every edge being kept by at least one endpoint.
 //
-// Three methods:
+// Four methods:
 //   Greedy()  Lumos Alg. 1 with the project's tie rule (the secure-compare
 //             job's): u keeps v iff LogDegree(deg v) >= LogDegree(deg u), so
 //             edges between equal log-degrees are kept by both endpoints.
@@ -17,6 +17,9 @@
 //             as Lumos Theorem 1 claims: the optimum is ceil(max over vertex
 //             sets S of |E(S)|/|S|), reached by reversing paths from a
 //             maximum-load vertex to one with load <= max - 2.
+//   Rounds()  the same optimum the way docs/lumos.md designs it for devices:
+//             rounds on frozen workloads, local offers, and path searches
+//             only when a round moves nothing.
 //
 // Each method counts the comparisons it would need if every workload (or, in
 // Alg. 1, log-degree) comparison were a secure two-party comparison.
@@ -142,5 +145,40 @@ struct ExactOptions {
 // The optimum by path reversal, from `start` (edges kept twice are first
 // given to the lower-numbered endpoint: a public rule, no comparison).
 Trimming Exact(const Trimming& start, const ExactOptions& options = {}, MethodStats* stats = nullptr);
+
+
+// The exact method the way docs/lumos.md designs it for devices, simulated
+// in plaintext: rounds on workloads (and keepers) frozen at the round start,
+// local offers along kept edges matched by the devices themselves, and
+// breadth-first searches for longer improving paths only when a round moves
+// nothing. Counts what the private version would pay.
+struct RoundsOptions {
+  uint32_t search_depth = 0;  // longest path a search follows, in edges; 0: unbounded
+  uint64_t seed = 1;          // offers, arrival order of offers, order of found paths
+  bool check_invariant = false;  // after every round (tests)
+};
+
+struct RoundsStats {
+  uint64_t local_rounds = 0;
+  uint64_t search_rounds = 0;  // including the last one, which finds nothing
+  uint64_t local_comparisons = 0;   // one per kept edge per local round
+  uint64_t search_comparisons = 0;  // one per vertex a search reaches
+  uint64_t offers = 0;
+  uint64_t transfers = 0;  // accepted offers
+  uint64_t search_reversals = 0;
+  uint64_t longest_search_path = 0;  // edges of the longest path a search round reversed
+  // Index 0: after the tie drop; index r: after round r (local and search
+  // rounds in the order they ran). Likewise the potential sum of wl^2, and
+  // the edges moved in each round (transfers or reversed paths).
+  std::vector<uint32_t> max_by_round;
+  std::vector<uint64_t> potential_by_round;
+  std::vector<uint64_t> moved_by_round;
+  std::vector<uint8_t> search_round;  // per round (index r - 1): 1 for a search round
+  double seconds = 0;
+};
+
+// From `start` (normally Greedy()): edges kept by both endpoints are first
+// dropped by the lower-numbered endpoint, as both learned the tie in Alg. 1.
+Trimming Rounds(const Trimming& start, const RoundsOptions& options = {}, RoundsStats* stats = nullptr);
 
 }  // namespace nodefl::server::lumos
