@@ -2,9 +2,11 @@
 //
 // nodefl-lumos-trim-reference: Lumos tree trimming (Lumos Sec. V-C) on a
 // whole dataset in plaintext, for evaluation: greedy (Alg. 1), the paper's
-// MCMC (Alg. 2) from greedy, and the exact optimum (ceil of the maximum
-// density). Prints, per method, the maximum and mean workload, the secure
-// comparisons it would need, moves, iterations and wall time.
+// MCMC (Alg. 2) from greedy, the exact optimum (ceil of the maximum
+// density), and the exact method simulated in the rounds docs/lumos.md
+// designs for devices. Prints, per method, the maximum and mean workload, the
+// secure comparisons it would need, moves, iterations and wall time, and the
+// rounds' own counters.
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +27,7 @@ struct Options {
   std::string graph;
   uint64_t iterations = 1000;
   uint64_t seed = 1;
+  uint32_t search_depth = 0;
   std::string output;
 };
 
@@ -32,17 +35,23 @@ void Usage(std::FILE* out) {
   std::fprintf(out,
                "usage: nodefl-lumos-trim-reference --graph DIR [options]\n"
                "Lumos tree trimming in plaintext (evaluation only): greedy initialisation\n"
-               "(Alg. 1), the paper's MCMC (Alg. 2, Eq. 18, Alg. 3) from greedy, and the exact\n"
-               "min-max orientation (= ceil of the graph's maximum density).\n"
+               "(Alg. 1), the paper's MCMC (Alg. 2, Eq. 18, Alg. 3) from greedy, the exact\n"
+               "min-max orientation (= ceil of the graph's maximum density), and the exact\n"
+               "method simulated in the rounds designed for devices (docs/lumos.md).\n"
                "  --graph DIR            dataset in the shared TSV layout (edges.tsv)\n"
                "  --mcmc-iterations N    MCMC iterations (default: 1000; Lumos used 1,000 for\n"
                "                         Facebook and 300 for LastFM)\n"
-               "  --seed S               seed of the MCMC chain and Alg. 3's tie choice (default 1)\n"
-               "  --output TSV           write per-vertex workloads: vertex, greedy, mcmc, exact\n"
+               "  --seed S               seed of the MCMC chain, Alg. 3's tie choice, and the\n"
+               "                         rounds' offers and arrival orders (default 1)\n"
+               "  --search-depth D       longest path, in edges, a search round follows in the\n"
+               "                         rounds method (default: 0 = unbounded)\n"
+               "  --output TSV           write per-vertex workloads: vertex, greedy, mcmc, exact,\n"
+               "                         rounds\n"
                "  --help                 this text\n"
                "Comparisons are those each method would need if every comparison were a\n"
                "secure two-party comparison (greedy: one per edge; MCMC: two runs of Alg. 3\n"
                "and one per Eq. 18 decision per iteration; exact: 2|V|-1 per workload level\n"
+               "and one per vertex a search reaches; rounds: one per kept edge per local round\n"
                "and one per vertex a search reaches).\n");
 }
 
@@ -52,6 +61,7 @@ bool Parse(int argc, char** argv, Options* o) {
   flags.Value("--graph", cli::Text(&o->graph))
       .Value("--mcmc-iterations", cli::Whole(&o->iterations, 0, 1'000'000'000))
       .Value("--seed", cli::Whole(&o->seed, 0, UINT64_MAX))
+      .Value("--search-depth", cli::Whole(&o->search_depth, 0, UINT32_MAX))
       .Value("--output", cli::Text(&o->output));
   const cli::ParseOutcome outcome = flags.Parse(argc, argv);
   if (outcome == cli::ParseOutcome::kHelp) {
@@ -110,7 +120,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "%s: %s, %u vertices, %" PRIu64 " edges, %" PRIu64 " MCMC iterations, seed %" PRIu64 "\n", kTool,
                dg.name.c_str(), g.num_vertices(), g.num_edges(), o.iterations, o.seed);
 
-  lumos::MethodStats greedy_stats, exact_stats;
+  lumos::MethodStats greedy_stats, exact_stats, rounds_row;
   lumos::McmcStats mcmc_stats;
   const lumos::Trimming greedy = lumos::Greedy(g, &greedy_stats);
   lumos::McmcOptions mcmc_options;
@@ -122,8 +132,15 @@ int main(int argc, char** argv) {
   lumos::ExactOptions exact_options;
   exact_options.progress = ExactProgress;
   const lumos::Trimming exact = lumos::Exact(greedy, exact_options, &exact_stats);
-  for (const lumos::Trimming* t : {&greedy, &mcmc, &exact}) {
-    const std::string bad = t->CheckInvariant(t == &exact);
+  lumos::RoundsStats rounds_stats;
+  const lumos::Trimming rounds =
+      lumos::Rounds(greedy, {.search_depth = o.search_depth, .seed = o.seed}, &rounds_stats);
+  rounds_row.comparisons = rounds_stats.local_comparisons + rounds_stats.search_comparisons;
+  rounds_row.moves = rounds_stats.transfers + rounds_stats.search_reversals;
+  rounds_row.iterations = rounds_stats.local_rounds + rounds_stats.search_rounds;
+  rounds_row.seconds = rounds_stats.seconds;
+  for (const lumos::Trimming* t : {&greedy, &mcmc, &exact, &rounds}) {
+    const std::string bad = t->CheckInvariant(t == &exact || t == &rounds);
     if (!bad.empty()) {
       std::fprintf(stderr, "%s: internal error: %s\n", kTool, bad.c_str());
       return 1;
@@ -136,18 +153,32 @@ int main(int argc, char** argv) {
   PrintRow("greedy", greedy, greedy_stats);
   PrintRow("mcmc", mcmc, mcmc_stats);
   PrintRow("exact", exact, exact_stats);
+  PrintRow("rounds", rounds, rounds_row);
   std::printf("mcmc (paper mode): %" PRIu64 " of %" PRIu64 " proposals accepted, %" PRIu64 " iterations skipped\n",
               mcmc_stats.moves, mcmc_stats.iterations - mcmc_stats.skipped, mcmc_stats.skipped);
   for (const auto& [delta, a] : mcmc_stats.by_delta) {
     std::printf("  delta %+" PRId64 ": %" PRIu64 " proposed, %" PRIu64 " accepted\n", delta, a.proposed, a.accepted);
   }
   std::printf("exact = ceil(max density) = %u\n", exact.max_workload());
+  std::printf("rounds (search depth %s): %" PRIu64 " local rounds, %" PRIu64 " search rounds; comparisons %" PRIu64
+              " local + %" PRIu64 " search; %" PRIu64 " offers, %" PRIu64 " transfers, %" PRIu64
+              " paths reversed by searches, longest %" PRIu64 " edges\n",
+              o.search_depth ? std::to_string(o.search_depth).c_str() : "unbounded", rounds_stats.local_rounds,
+              rounds_stats.search_rounds, rounds_stats.local_comparisons, rounds_stats.search_comparisons,
+              rounds_stats.offers, rounds_stats.transfers, rounds_stats.search_reversals,
+              rounds_stats.longest_search_path);
+  std::printf("rounds max workload by round:");
+  for (size_t r = 0; r < rounds_stats.max_by_round.size(); ++r) {
+    std::printf(" %u%s", rounds_stats.max_by_round[r], r > 0 && rounds_stats.search_round[r - 1] ? "s" : "");
+  }
+  std::printf("  (first: after the tie drop; s: search round)\n");
 
   if (!o.output.empty()) {
     std::ofstream out(o.output);
-    out << "vertex\tgreedy\tmcmc\texact\n";
+    out << "vertex\tgreedy\tmcmc\texact\trounds\n";
     for (uint32_t v = 0; v < g.num_vertices(); ++v) {
-      out << v << '\t' << greedy.workload(v) << '\t' << mcmc.workload(v) << '\t' << exact.workload(v) << '\n';
+      out << v << '\t' << greedy.workload(v) << '\t' << mcmc.workload(v) << '\t' << exact.workload(v) << '\t'
+          << rounds.workload(v) << '\n';
     }
     out.close();
     if (!out) {
