@@ -49,41 +49,20 @@ void Usage(std::FILE* out) {
 }
 
 bool Parse(int argc, char** argv, Options* o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      Usage(stdout);
-      std::exit(0);
-    }
-    std::string error;
-    const cli::FlagResult r = cli::ParseSkipGramFlag(argc, argv, &i, &o->skipgram, &error);
-    if (r == cli::FlagResult::kBad) {
-      std::fprintf(stderr, "nodefl-deepwalk: %s\n", error.c_str());
-      return false;
-    }
-    if (r == cli::FlagResult::kTaken) continue;
-    if (arg != "--graph" && arg != "--output" && arg != "--walks-out" && arg != "--gamma" && arg != "--length") {
-      std::fprintf(stderr, "nodefl-deepwalk: unknown argument '%s' (see --help)\n", arg.c_str());
-      return false;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "nodefl-deepwalk: %s needs a value (see --help)\n", arg.c_str());
-      return false;
-    }
-    const std::string value = argv[++i];
-    if (arg == "--graph") o->graph = value;
-    if (arg == "--output") o->output = value;
-    if (arg == "--walks-out") o->walks_out = value;
-    if (arg == "--gamma" || arg == "--length") {
-      uint64_t x = 0;
-      if (!cli::ParseUnsigned(value, 1000000, &x) || x == 0) {
-        std::fprintf(stderr, "nodefl-deepwalk: %s expects an integer 1 .. 1000000, got '%s'\n", arg.c_str(),
-                     value.c_str());
-        return false;
-      }
-      (arg == "--gamma" ? o->walks.walks_per_vertex : o->walks.walk_length) = static_cast<uint32_t>(x);
-    }
+  namespace flags_ns = nodefl::host::cli;
+  flags_ns::FlagParser flags("nodefl-deepwalk");
+  flags.Shared(cli::SkipGramFlags(&o->skipgram))
+      .Value("--graph", flags_ns::Text(&o->graph))
+      .Value("--output", flags_ns::Text(&o->output))
+      .Value("--walks-out", flags_ns::Text(&o->walks_out))
+      .Value("--gamma", flags_ns::Whole(&o->walks.walks_per_vertex, 1, 1000000))
+      .Value("--length", flags_ns::Whole(&o->walks.walk_length, 1, 1000000));
+  const flags_ns::ParseOutcome outcome = flags.Parse(argc, argv);
+  if (outcome == flags_ns::ParseOutcome::kHelp) {
+    Usage(stdout);
+    std::exit(0);
   }
+  if (outcome == flags_ns::ParseOutcome::kError) return false;
   if (o->graph.empty() || o->output.empty()) {
     std::fprintf(stderr, "nodefl-deepwalk: --graph and --output are required (see --help)\n");
     return false;

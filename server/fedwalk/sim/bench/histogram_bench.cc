@@ -98,12 +98,7 @@ bool Parse(int argc, char** argv, Options* o) {
     return std::string();
   };
   flags_ns::FlagParser flags("nodefl-histogram-bench");
-  flags.Shared([o](int argc_, char** argv_, int* i, std::string* error) {
-         const cli::FlagResult r = cli::ParseSkipGramFlag(argc_, argv_, i, &o->skipgram, error);
-         return r == cli::FlagResult::kBad     ? flags_ns::SharedFlag::kBad
-                : r == cli::FlagResult::kTaken ? flags_ns::SharedFlag::kTaken
-                                               : flags_ns::SharedFlag::kNotMine;
-       })
+  flags.Shared(cli::SkipGramFlags(&o->skipgram))
       .Value("--graph", flags_ns::Text(&o->graph))
       .Value("--output", flags_ns::Text(&o->output))
       .Value("--partition-tsv", flags_ns::Text(&o->partition_tsv))

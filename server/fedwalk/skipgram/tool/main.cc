@@ -23,8 +23,7 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::string walks;
   std::string output;
-  uint64_t vertices = 0;
-  bool have_vertices = false;
+  uint64_t vertices = 0;  // 0: not given (a given count is at least 1)
   SkipGramOptions skipgram;
 };
 
@@ -42,39 +41,24 @@ void Usage(std::FILE* out) {
 }
 
 bool Parse(int argc, char** argv, Options* o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      Usage(stdout);
-      std::exit(0);
-    }
-    std::string error;
-    const cli::FlagResult r = cli::ParseSkipGramFlag(argc, argv, &i, &o->skipgram, &error);
-    if (r == cli::FlagResult::kBad) {
-      std::fprintf(stderr, "nodefl-skipgram: %s\n", error.c_str());
-      return false;
-    }
-    if (r == cli::FlagResult::kTaken) continue;
-    if (arg != "--walks" && arg != "--output" && arg != "--vertices") {
-      std::fprintf(stderr, "nodefl-skipgram: unknown argument '%s' (see --help)\n", arg.c_str());
-      return false;
-    }
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "nodefl-skipgram: %s needs a value (see --help)\n", arg.c_str());
-      return false;
-    }
-    const std::string value = argv[++i];
-    if (arg == "--walks") o->walks = value;
-    if (arg == "--output") o->output = value;
-    if (arg == "--vertices") {
-      if (!cli::ParseUnsigned(value, UINT32_MAX - 1, &o->vertices) || o->vertices == 0) {
-        std::fprintf(stderr, "nodefl-skipgram: --vertices expects a positive integer, got '%s'\n", value.c_str());
-        return false;
-      }
-      o->have_vertices = true;
-    }
+  namespace flags_ns = nodefl::host::cli;
+  flags_ns::FlagParser flags("nodefl-skipgram");
+  flags.Shared(cli::SkipGramFlags(&o->skipgram))
+      .Value("--walks", flags_ns::Text(&o->walks))
+      .Value("--output", flags_ns::Text(&o->output))
+      .Value("--vertices", [o](const std::string& value) {
+        uint64_t n = 0;
+        if (!flags_ns::ParseWhole(value, UINT32_MAX - 1, &n) || n == 0) return std::string("a positive integer");
+        o->vertices = n;
+        return std::string();
+      });
+  const flags_ns::ParseOutcome outcome = flags.Parse(argc, argv);
+  if (outcome == flags_ns::ParseOutcome::kHelp) {
+    Usage(stdout);
+    std::exit(0);
   }
-  if (o->walks.empty() || o->output.empty() || !o->have_vertices) {
+  if (outcome == flags_ns::ParseOutcome::kError) return false;
+  if (o->walks.empty() || o->output.empty() || o->vertices == 0) {
     std::fprintf(stderr, "nodefl-skipgram: --walks, --vertices and --output are required (see --help)\n");
     return false;
   }

@@ -2,10 +2,7 @@
 #include "skipgram_cli.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 
 namespace nodefl::server::fedwalk::cli {
 
@@ -22,49 +19,28 @@ const char* SkipGramFlagsHelp() {
          "  --no-dynamic-window  always use the full window (default: uniform 1..W per centre)\n";
 }
 
-bool ParseUnsigned(const std::string& text, uint64_t max, uint64_t* value) {
-  if (text.empty() || text[0] < '0' || text[0] > '9') return false;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long x = std::strtoull(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || x > max) return false;
-  *value = x;
-  return true;
-}
-
-namespace {
-
-bool ParseDouble(const std::string& text, double* value) {
-  char* end = nullptr;
-  const double x = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(x)) return false;
-  *value = x;
-  return true;
-}
-
-}  // namespace
-
-FlagResult ParseSkipGramFlag(int argc, char** argv, int* i, SkipGramOptions* o, std::string* error) {
+host::cli::SharedFlag ParseSkipGramFlag(int argc, char** argv, int* i, SkipGramOptions* o, std::string* error) {
+  using host::cli::SharedFlag;
   const std::string flag = argv[*i];
   if (flag == "--no-dynamic-window") {
     o->dynamic_window = false;
-    return FlagResult::kTaken;
+    return SharedFlag::kTaken;
   }
   const bool is_integer = flag == "--dim" || flag == "--window" || flag == "--negative" || flag == "--epochs" ||
                           flag == "--threads" || flag == "--seed";
   const bool is_real = flag == "--alpha" || flag == "--min-alpha" || flag == "--sample";
-  if (!is_integer && !is_real) return FlagResult::kNotMine;
+  if (!is_integer && !is_real) return SharedFlag::kNotMine;
   if (*i + 1 >= argc) {
     *error = flag + " needs a value (see --help)";
-    return FlagResult::kBad;
+    return SharedFlag::kBad;
   }
   const std::string value = argv[++*i];
   if (is_integer) {
     uint64_t x = 0;
     const uint64_t max = flag == "--seed" ? UINT64_MAX : UINT32_MAX;
-    if (!ParseUnsigned(value, max, &x)) {
+    if (!host::cli::ParseWhole(value, max, &x)) {
       *error = flag + " expects a non-negative integer, got '" + value + "'";
-      return FlagResult::kBad;
+      return SharedFlag::kBad;
     }
     if (flag == "--dim") o->dim = static_cast<uint32_t>(x);
     if (flag == "--window") o->window = static_cast<uint32_t>(x);
@@ -74,15 +50,21 @@ FlagResult ParseSkipGramFlag(int argc, char** argv, int* i, SkipGramOptions* o, 
     if (flag == "--seed") o->seed = x;
   } else {
     double x = 0;
-    if (!ParseDouble(value, &x)) {
+    if (!host::cli::ParseReal(value, &x)) {
       *error = flag + " expects a number, got '" + value + "'";
-      return FlagResult::kBad;
+      return SharedFlag::kBad;
     }
     if (flag == "--alpha") o->alpha = static_cast<float>(x);
     if (flag == "--min-alpha") o->min_alpha = static_cast<float>(x);
     if (flag == "--sample") o->sample = x;
   }
-  return FlagResult::kTaken;
+  return SharedFlag::kTaken;
+}
+
+host::cli::SharedFlagsFn SkipGramFlags(SkipGramOptions* options) {
+  return [options](int argc, char** argv, int* i, std::string* error) {
+    return ParseSkipGramFlag(argc, argv, i, options, error);
+  };
 }
 
 ProgressLine::ProgressLine(const char* what, const char* unit, std::chrono::seconds interval)

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "nodefl/host/cli/flag_parser.h"
 #include "nodefl/server/fedwalk/skipgram/skipgram_options.h"
 
 namespace nodefl::server::fedwalk::cli {
@@ -15,15 +16,13 @@ namespace nodefl::server::fedwalk::cli {
 // The help lines for the SkipGram flags, each ending in '\n'.
 const char* SkipGramFlagsHelp();
 
-enum class FlagResult { kNotMine, kTaken, kBad };
-
-// Handles `flag` if it is a SkipGram flag. Flags that take a value read
+// Handles argv[*i] if it is a SkipGram flag. Flags that take a value read
 // argv[*i + 1] and advance *i. kBad sets *error to a message for the user.
-FlagResult ParseSkipGramFlag(int argc, char** argv, int* i, SkipGramOptions* options, std::string* error);
+host::cli::SharedFlag ParseSkipGramFlag(int argc, char** argv, int* i, SkipGramOptions* options,
+                                        std::string* error);
 
-// Parses a whole unsigned decimal number (no sign, no trailing text) no
-// larger than `max`.
-bool ParseUnsigned(const std::string& text, uint64_t max, uint64_t* value);
+// The SkipGram flags as a shared flag set for host::cli::FlagParser.
+host::cli::SharedFlagsFn SkipGramFlags(SkipGramOptions* options);
 
 // Prints "<what> 12.3% of N <unit>, R <unit>/s" to stderr at most every
 // `interval`, and never for the final call (done == total), which the tool
