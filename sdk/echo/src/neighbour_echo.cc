@@ -187,13 +187,9 @@ Status NeighbourEchoRole::HandleDirectoryChunk(const nodefl_wire_Envelope& messa
                  ? directory_rx_.OnHeader(message.body.chunk_header)
                  : directory_rx_.OnChunk(message.body.chunk));
   if (directory_rx_.complete()) {
-    // Neighbours the directory did not list cannot be keyed in this job.
-    for (EchoPeer& p : peers_) {
-      if (p.key_answered) continue;
-      p.key_answered = true;
-      ++keys_settled_;
-      ++stats_.key_failures;
-    }
+    const uint32_t missing = roles::SettlePeersMissingFromDirectory(peers_);
+    keys_settled_ += missing;
+    stats_.key_failures += missing;
   }
   return Status::Ok();
 }

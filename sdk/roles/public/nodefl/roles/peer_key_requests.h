@@ -50,4 +50,18 @@ void ForgetUnansweredPeerKeyRequests(Span<Peer> peers, size_t* cursor, uint32_t*
   *outstanding = 0;
 }
 
+// The job's peer directory has been received whole: peers it did not list
+// cannot be keyed in this job. Each unanswered peer is settled as a key
+// failure; returns how many.
+template <typename Peer>
+uint32_t SettlePeersMissingFromDirectory(Span<Peer> peers) {
+  uint32_t missing = 0;
+  for (Peer& p : peers) {
+    if (p.key_answered) continue;
+    p.key_answered = true;
+    ++missing;
+  }
+  return missing;
+}
+
 }  // namespace nodefl::roles
