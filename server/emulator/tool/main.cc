@@ -22,6 +22,7 @@
 #include <unordered_map>
 
 #include "nodefl/emulator/emulated_device.h"
+#include "nodefl/host/cli/flag_parser.h"
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/host/pki/device_bundle.h"
 #include "nodefl/privacy/ledger.h"
@@ -117,10 +118,8 @@ void PrintHelp() {
 }
 
 std::optional<uint64_t> ParseCount(const char* text, uint64_t max) {
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || v > max) return std::nullopt;
+  uint64_t v = 0;
+  if (!nodefl::host::cli::ParseWhole(text, max, &v)) return std::nullopt;
   return v;
 }
 
