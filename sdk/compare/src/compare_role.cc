@@ -128,6 +128,7 @@ Status SecureCompareRole::StartJob(const nodefl_wire_Envelope& message) {
       // directory nothing is requested: every neighbour awaits its entry.
       p.key_requested = directory_;
       p.key_answered = false;
+      p.outcome = PeerOutcome::kNone;
     }
     return Status::Ok();
   }
@@ -211,6 +212,7 @@ void SecureCompareRole::StartSession(const SessionStart& start) {
   c.id = start.session;
   c.peer = start.peer;
   c.count = start.count;
+  c.role = start.role;
   ++stats_.started;
   const ComparePeer* peer = FindPeer(start.peer);
   Status refusal = Status::Ok();
@@ -432,9 +434,30 @@ Status SecureCompareRole::SendResult(CompareContext& c, device::DeviceSession& s
   } else {
     ++stats_.aborted;
   }
+  if (c.count == 1) {
+    if (ComparePeer* peer = FindPeer(c.peer)) {
+      // x belongs to party A, and the results say [x > y], [x = y].
+      const bool own_is_x = c.role == compare::Role::kA;
+      if (!r.done || c.early_result) {
+        peer->outcome = PeerOutcome::kAborted;
+      } else if (c.session.equal(0)) {
+        peer->outcome = PeerOutcome::kEqual;
+      } else {
+        const bool x_greater = c.session.greater(0);
+        peer->outcome = x_greater == own_is_x ? PeerOutcome::kGreater : PeerOutcome::kLess;
+      }
+    }
+  }
   c.reported = true;
   c.busy = false;
   return Status::Ok();
+}
+
+void SecureCompareRole::ForgetJobKeys() {
+  for (ComparePeer& p : peers_) {
+    p.job_keys.Wipe();
+    p.key_ready = false;
+  }
 }
 
 void SecureCompareRole::OnSessionRestart(bool) {
@@ -488,12 +511,10 @@ Status SecureCompareRole::OnPoll(uint64_t, device::DeviceSession& session) {
     if (idle) {
       NODEFL_TRY(Report(session, 3, Status::Ok()));
       phase_ = Phase::kDone;
-      // Nothing more is sealed or opened in this job: forget its keys.
+      // Nothing more is sealed or opened in this job: forget its keys,
+      // unless a follow-on job takes them over (it wipes them then).
       job_key_.End();
-      for (ComparePeer& p : peers_) {
-        p.job_keys.Wipe();
-        p.key_ready = false;
-      }
+      if (!hand_over_keys_) ForgetJobKeys();
     }
   }
   return Status::Ok();

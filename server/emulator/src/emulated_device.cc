@@ -14,6 +14,7 @@
 #include "nodefl/client/device_pump.h"
 #include "nodefl/crypto/rng.h"
 #include "nodefl/compare/compare_sizing.h"
+#include "nodefl/lumos/trim_binding.h"
 #include "nodefl/core/storage_plan.h"
 #include "nodefl/echo/echo_sizing.h"
 #include "nodefl/fedwalk/hct_sizing.h"
@@ -93,7 +94,8 @@ Status EmulatedDevice::Init() {
   const bool strict_fedwalk =
       fleet_.job == "fedwalk-histograms" || (fleet_.job == "fedwalk" && fleet_.fedwalk_mode == "strict");
   const bool paper_walks = fleet_.job == "fedwalk" && !strict_fedwalk;
-  const bool compares = fleet_.job == "secure-compare";
+  const bool trims = fleet_.job == "lumos-trees";
+  const bool compares = fleet_.job == "secure-compare" || trims;
   echo::EchoSizing echo_sizing;
   echo_sizing.neighbours = neighbours;
   fedwalk::HctSizing hct_sizing;
@@ -125,6 +127,9 @@ Status EmulatedDevice::Init() {
   if (strict_fedwalk) NODEFL_TRY(add(fedwalk::Plan(histogram_sizing)));
   if (paper_walks) NODEFL_TRY(add(fedwalk::Plan(walk_sizing)));
   if (compares) NODEFL_TRY(add(compare::Plan(compare_sizing)));
+  lumos::TrimSizing trim_sizing;
+  trim_sizing.neighbours = neighbours;
+  if (trims) NODEFL_TRY(add(lumos::Plan(trim_sizing)));
   arena_buffer_.resize(device_plan.ArenaBytes());
   Arena arena{ByteSpan(arena_buffer_)};
 
@@ -171,8 +176,16 @@ Status EmulatedDevice::Init() {
                                                                  compare_storage_.contexts.span(), credentials_,
                                                                  &crypto::DrbgRandom, &drbg_);
     if (fleet_.shared_pair_keys != nullptr) compare_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
+    compare_role_->set_hand_over_keys(trims);
     NODEFL_TRY(compare_role_->Init());
     NODEFL_TRY(session_->AddRole(*compare_role_));
+  }
+  if (trims) {
+    NODEFL_TRY_ASSIGN(trim_storage_, lumos::Carve(arena, trim_sizing));
+    for (uint32_t i = 0; i < neighbours; ++i) trim_storage_.peers[i].id = setup_.neighbours[i];
+    trim_role_ = std::make_unique<lumos::LumosTrimRole>(setup_.id, trim_storage_.peers.span());
+    NODEFL_TRY(trim_role_->Init());
+    NODEFL_TRY(session_->AddRole(*trim_role_));
   }
   return Status::Ok();
 }
@@ -181,6 +194,7 @@ bool EmulatedDevice::finished() const {
   if (histogram_role_) return histogram_role_->finished();
   if (fleet_.job == "fedwalk") return walk_role_ && walk_role_->finished();
   if (fleet_.job == "secure-compare") return compare_role_ && compare_role_->finished();
+  if (fleet_.job == "lumos-trees") return trim_role_ && trim_role_->finished();
   if (fleet_.job == "fedwalk-hct") return hct_role_ && hct_role_->finished();
   return role_ && role_->finished();
 }
@@ -497,6 +511,26 @@ void EmulatedDevice::NoteProgress() {
     fleet_.stats->compare_messages.fetch_add(c.messages_sent - compare_reported_.messages_sent);
     fleet_.stats->compare_bytes.fetch_add(c.bytes_sent - compare_reported_.bytes_sent);
     compare_reported_ = c;
+  }
+  if (trim_role_) {
+    // Trimming starts from what the comparisons left on the device: bind
+    // it as soon as that job is done (before the trimming job's first
+    // message, which the server sends only after every device reported).
+    if (!trim_bound_ && compare_role_ && compare_role_->finished()) {
+      trim_bound_ = true;
+      const Status bound = lumos::BindGreedy(*compare_role_, setup_.id, trim_storage_.peers.span(), *trim_role_);
+      if (bound.ok()) {
+        fleet_.stats->trim_bound.fetch_add(1);
+      } else {
+        Fail(std::string("trim role: ") + bound.str());
+      }
+    }
+    const auto& t = trim_role_->stats();
+    if (t.steps < trim_reported_.steps) trim_reported_ = {};  // a new job began
+    fleet_.stats->trim_messages.fetch_add((t.searches_sent + t.echoes_sent) -
+                                          (trim_reported_.searches_sent + trim_reported_.echoes_sent));
+    fleet_.stats->trim_steps.fetch_add(t.steps - trim_reported_.steps);
+    trim_reported_ = t;
   }
   if (finished() && !counted_finished_) {
     if (hct_role_->finished()) fleet_.stats->hct_codebook_rows.fetch_add(h.codebook_rows_kept);

@@ -78,8 +78,9 @@ void PrintHelp() {
       "  --job NAME               the job the server runs, to know what success means:\n"
       "                           neighbour-echo (default), fedwalk-hct, fedwalk (with\n"
       "                           --fedwalk-mode), fedwalk-histograms (strict FedWalk by\n"
-      "                           name) or secure-compare (Lumos greedy initialisation by\n"
-      "                           secure comparisons)\n"
+      "                           name), secure-compare (Lumos greedy initialisation by\n"
+      "                           secure comparisons) or lumos-trees (greedy, then trimming\n"
+      "                           to the optimal workload; docs/lumos.md)\n"
       "  --fedwalk-mode M         fedwalk: the server's fedwalk_mode: strict (default; the\n"
       "                           devices upload noised cluster histograms, the server walks)\n"
       "                           or paper (tree, then device-to-device walks; implies\n"
@@ -214,10 +215,10 @@ std::optional<Options> Parse(int argc, char** argv) {
     } else if (arg == "--job") {
       o.job = v;
       if (o.job != "neighbour-echo" && o.job != "fedwalk-hct" && o.job != "fedwalk" &&
-          o.job != "fedwalk-histograms" && o.job != "secure-compare") {
+          o.job != "fedwalk-histograms" && o.job != "secure-compare" && o.job != "lumos-trees") {
         std::fprintf(stderr,
-                     "nodefl-emulate: --job is neighbour-echo, fedwalk-hct, fedwalk, fedwalk-histograms or "
-                     "secure-compare, not '%s'\n",
+                     "nodefl-emulate: --job is neighbour-echo, fedwalk-hct, fedwalk, fedwalk-histograms, "
+                     "secure-compare or lumos-trees, not '%s'\n",
                      v);
         return std::nullopt;
       }
@@ -406,7 +407,21 @@ int main(int argc, char** argv) {
       const bool stop = all_done || timed_out || interrupted.load();
       if (std::chrono::steady_clock::now() - last_print >= std::chrono::seconds(2) || stop) {
         last_print = std::chrono::steady_clock::now();
-        if (opt->job == "secure-compare") {
+        if (opt->job == "lumos-trees") {
+          std::fprintf(stderr,
+                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, sessions done %llu, "
+                       "aborted %llu, trimming: bound %llu, steps %llu (summed), messages %llu, finished %llu, "
+                       "failed %llu\n",
+                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                       static_cast<unsigned long long>(stats.connecting.load()),
+                       static_cast<unsigned long long>(stats.reconnects.load()),
+                       static_cast<unsigned long long>(stats.compare_done.load()),
+                       static_cast<unsigned long long>(stats.compare_aborted.load()),
+                       static_cast<unsigned long long>(stats.trim_bound.load()),
+                       static_cast<unsigned long long>(stats.trim_steps.load()),
+                       static_cast<unsigned long long>(stats.trim_messages.load()),
+                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
+        } else if (opt->job == "secure-compare") {
           std::fprintf(stderr,
                        "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, sessions done %llu, "
                        "aborted %llu, messages %llu, finished %llu, failed %llu\n",
@@ -485,7 +500,39 @@ int main(int argc, char** argv) {
   }
   const bool hct = !strict_fedwalk && (opt->job == "fedwalk-hct" || opt->job == "fedwalk");
   const bool compare = opt->job == "secure-compare";
-  const bool verified = compare ? unfinished == 0 && stats.compare_aborted.load() == 0
+  const bool lumos = opt->job == "lumos-trees";
+  // Lumos: every edge must be kept by at least one endpoint (Lumos Eq. 10),
+  // checked here over every device's own state, which no party of the job
+  // sees as a whole.
+  uint64_t uncovered = 0, kept_twice = 0, edges_seen = 0, workload_sum = 0;
+  uint32_t max_workload = 0;
+  if (lumos) {
+    std::unordered_map<uint32_t, const nodefl::lumos::LumosTrimRole*> roles;
+    for (auto& d : devices) roles[d->id()] = d->trim_role();
+    const auto keeps = [&roles](uint32_t a, uint32_t b) {
+      auto it = roles.find(a);
+      if (it == roles.end() || it->second == nullptr) return false;
+      for (const nodefl::lumos::TrimPeer& p : it->second->peers()) {
+        if (p.id == b) return p.keep;
+      }
+      return false;
+    };
+    for (auto& d : devices) {
+      const nodefl::lumos::LumosTrimRole* r = d->trim_role();
+      if (r == nullptr) continue;
+      max_workload = std::max(max_workload, r->workload());
+      workload_sum += r->workload();
+      for (const nodefl::lumos::TrimPeer& p : r->peers()) {
+        if (p.id < d->id()) continue;  // each edge once
+        ++edges_seen;
+        const bool a = p.keep, b = keeps(p.id, d->id());
+        if (!a && !b) ++uncovered;
+        if (a && b) ++kept_twice;
+      }
+    }
+  }
+  const bool verified = lumos     ? unfinished == 0 && stats.compare_aborted.load() == 0 && uncovered == 0
+                        : compare ? unfinished == 0 && stats.compare_aborted.load() == 0
                         : strict_fedwalk ? unfinished == 0 && stats.histogram_failures.load() == 0
                         : hct ? unfinished == 0 && stats.hct_failures.load() == 0
                             : unfinished == 0 && sent == expected && received == expected && duplicates == 0 &&
@@ -536,6 +583,17 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(stats.compare_messages.load()),
                 static_cast<unsigned long long>(stats.compare_bytes.load()));
   }
+  if (lumos) {
+    std::printf("lumos-trees: greedy sessions done %llu, aborted %llu (party results); trimming messages %llu; "
+                "edges %llu, uncovered %llu, kept by both ends %llu; workload max %u, mean %.3f (devices' own "
+                "state)\n",
+                static_cast<unsigned long long>(stats.compare_done.load()),
+                static_cast<unsigned long long>(stats.compare_aborted.load()),
+                static_cast<unsigned long long>(stats.trim_messages.load()),
+                static_cast<unsigned long long>(edges_seen), static_cast<unsigned long long>(uncovered),
+                static_cast<unsigned long long>(kept_twice), max_workload,
+                n ? static_cast<double>(workload_sum) / n : 0.0);
+  }
   if (opt->job == "fedwalk" && !strict_fedwalk) {
     uint64_t asked = 0, verifications = 0, ecdh = 0;
     if (opt->shared_pair_keys) {
@@ -558,7 +616,7 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(stats.finished.load()), static_cast<unsigned long long>(stats.failed.load()),
               static_cast<unsigned long long>(stats.reconnects.load()),
               static_cast<unsigned long long>(stats.connect_failures.load()));
-  if (!hct && !compare && !strict_fedwalk) {
+  if (!hct && !compare && !strict_fedwalk && !lumos) {
     std::printf("         sealed messages: expected %llu, sent %llu, received and verified %llu, duplicates %llu, "
                 "rejected %llu\n",
                 static_cast<unsigned long long>(expected), static_cast<unsigned long long>(sent),
@@ -572,7 +630,8 @@ int main(int argc, char** argv) {
               all_connected_s, all_connected_s > 0 ? n / all_connected_s : 0.0,
               connected ? stats.handshake_us_total.load() / 1000.0 / connected : 0.0, elapsed(), peak_kib / 1024.0,
               n ? peak_kib / n : 0.0,
-              verified ? (compare ? "VERIFIED: every device finished, no comparison session aborted"
+              verified ? (lumos ? "VERIFIED: every device finished both stages, every edge kept by at least one end"
+                  : compare ? "VERIFIED: every device finished, no comparison session aborted"
                   : strict_fedwalk ? "VERIFIED: every device made its strict FedWalk histogram releases"
                   : opt->job == "fedwalk" ? "VERIFIED: every device completed the FedWalk tree and walk jobs"
                   : hct        ? "VERIFIED: every device completed the FedWalk HCT job"

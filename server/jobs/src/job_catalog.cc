@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "nodefl/server/jobs/fedwalk_kind.h"
+#include "nodefl/server/jobs/lumos_kind.h"
 #include "nodefl/server/jobs/neighbour_echo_kind.h"
 #include "nodefl/server/jobs/secure_compare_kind.h"
 
@@ -13,7 +14,8 @@ namespace nodefl::server::jobs {
 // its option group here.
 const std::vector<const JobKind*>& JobKinds() {
   static const std::vector<const JobKind*> kinds = {&NeighbourEchoKind(), &FedWalkKind(), &FedWalkHctKind(),
-                                                    &FedWalkHistogramsKind(), &SecureCompareKind()};
+                                                    &FedWalkHistogramsKind(), &SecureCompareKind(),
+                                                    &LumosTreesKind()};
   return kinds;
 }
 
@@ -21,6 +23,7 @@ void InstallJobOptions(ServerConfig& config) {
   (void)Options<NeighbourEchoJobConfig>(config);
   (void)Options<FedWalkJobConfig>(config);
   (void)Options<SecureCompareJobConfig>(config);
+  (void)Options<LumosJobConfig>(config);
 }
 
 const JobKind* FindJobKind(std::string_view name) {

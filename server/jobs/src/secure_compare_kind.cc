@@ -58,6 +58,21 @@ std::vector<std::string> Stages(const ServerConfig&) { return {"secure-compare"}
 std::unique_ptr<Job> Make(const ServerConfig& config, std::string_view stage, uint64_t job_id,
                           std::vector<uint32_t> participants, const Job*) {
   if (stage != "secure-compare") return nullptr;
+  return std::make_unique<SecureCompareJob>(SecureCompareOptionsFrom(config, job_id), std::move(participants));
+}
+
+constexpr JobKind kKind{"secure-compare", "Lumos greedy initialisation by secure comparisons", &Stages, &Make};
+
+}  // namespace
+
+template <>
+std::unique_ptr<TableOptionGroup<C>> MakeOptionGroup<C>() {
+  return std::make_unique<TableOptionGroup<C>>(kSpecs, &Validate, &Provides);
+}
+
+const JobKind& SecureCompareKind() { return kKind; }
+
+SecureCompareOptions SecureCompareOptionsFrom(const ServerConfig& config, uint64_t job_id) {
   const C& c = Options<C>(config);
   // Validate() checked every value; the job draws its own salt.
   SecureCompareOptions options;
@@ -71,18 +86,7 @@ std::unique_ptr<Job> Make(const ServerConfig& config, std::string_view stage, ui
   options.round_deadline_ms = config.job_round_deadline_ms;
   options.session_timeout_ms = c.session_timeout_ms;
   options.output_dir = config.output_dir;
-  return std::make_unique<SecureCompareJob>(options, std::move(participants));
+  return options;
 }
-
-constexpr JobKind kKind{"secure-compare", "Lumos greedy initialisation by secure comparisons", &Stages, &Make};
-
-}  // namespace
-
-template <>
-std::unique_ptr<TableOptionGroup<C>> MakeOptionGroup<C>() {
-  return std::make_unique<TableOptionGroup<C>>(kSpecs, &Validate, &Provides);
-}
-
-const JobKind& SecureCompareKind() { return kKind; }
 
 }  // namespace nodefl::server::jobs

@@ -56,8 +56,17 @@ inline constexpr size_t kEarlyMessages = NODEFL_COMPARE_EARLY_MESSAGES;
 // Sealed plaintext: session id (4) | comparison message.
 inline constexpr size_t kCompareMessageBytes = seal::kMaxSealPlaintextBytes - 4;
 
+// How this device's comparison with one neighbour ended, from this
+// device's side (own value against the neighbour's), as it saw it. The
+// server may still settle a session the device saw done as aborted (the
+// other party aborted); each endpoint then keeps the edge by its own view,
+// which covers the edge either way (Lumos Alg. 1 keeps it on a tie or an
+// abort, and a done comparison tells both the same result).
+enum class PeerOutcome : uint8_t { kNone, kGreater, kEqual, kLess, kAborted };
+
 struct ComparePeer {
   uint32_t id = 0;
+  PeerOutcome outcome = PeerOutcome::kNone;  // the latest single-comparison session with this peer
   seal::PairKeys pair_keys;  // long-term, kept across jobs
   seal::PairKeys job_keys;   // this job's (with both ephemeral keys)
   seal::ReplayWindow window;
@@ -80,6 +89,7 @@ struct CompareContext {
   uint32_t id = 0;
   uint32_t peer = 0;
   uint16_t count = 0;
+  Role role = Role::kA;
   bool busy = false;
   bool reported = false;
   bool early_result = false;  // refused at start: report without running
@@ -123,6 +133,16 @@ class SecureCompareRole final : public device::Role {
   const Stats& stats() const { return stats_; }
   // The value this device compares in the current job.
   uint32_t value() const { return value_; }
+  // The neighbours, their keys and outcomes (read by the jobs that follow
+  // this one, lumos/trim_binding.h). Not to be used while a job runs.
+  Span<const ComparePeer> peers() const { return Span<const ComparePeer>(peers_.data(), peers_.size()); }
+  // A job that follows this one on the same pair keys (the Lumos trimming
+  // job, lumos/trim_binding.h) takes them over: with this set, the job's
+  // keys outlive its end until ForgetJobKeys(). Otherwise they are wiped
+  // when the job ends (forward secrecy, seal/job_keys.h).
+  void set_hand_over_keys(bool on) { hand_over_keys_ = on; }
+  void ForgetJobKeys();
+  uint64_t job_id() const { return job_id_; }
   // round(ln(degree)), 0 for degree 0 (Lumos Eq. 15).
   static uint32_t LogDegree(uint32_t degree);
 
@@ -159,6 +179,7 @@ class SecureCompareRole final : public device::Role {
   crypto::RandomFunction random_;
   void* random_context_;
   seal::PairKeySource key_source_;
+  bool hand_over_keys_ = false;
 
   Phase phase_ = Phase::kIdle;
   uint64_t job_id_ = 0;

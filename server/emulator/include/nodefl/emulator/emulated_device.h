@@ -31,6 +31,8 @@
 #include "nodefl/compare/compare_role.h"
 #include "nodefl/compare/compare_sizing.h"
 #include "nodefl/echo/echo_sizing.h"
+#include "nodefl/lumos/trim_role.h"
+#include "nodefl/lumos/trim_sizing.h"
 #include "nodefl/fedwalk/walk_sizing.h"
 #include "nodefl/fedwalk/walk_role.h"
 #include "nodefl/emulator/shared_pair_keys.h"
@@ -76,6 +78,10 @@ struct FleetStats {
   std::atomic<uint64_t> compare_aborted{0};
   std::atomic<uint64_t> compare_messages{0};
   std::atomic<uint64_t> compare_bytes{0};
+  // Lumos trimming.
+  std::atomic<uint64_t> trim_bound{0};
+  std::atomic<uint64_t> trim_messages{0};
+  std::atomic<uint64_t> trim_steps{0};  // summed over devices
 };
 
 // Limits how many devices connect and handshake at the same time, so that
@@ -116,7 +122,8 @@ struct FleetSetup {
   std::chrono::milliseconds poll_interval{1000};
   // Which job the fleet takes part in: "neighbour-echo", "fedwalk-hct",
   // "fedwalk" (in paper mode HCT then walks, in strict mode the
-  // cluster-histogram job), "fedwalk-histograms" or "secure-compare";
+  // cluster-histogram job), "fedwalk-histograms", "secure-compare" or
+  // "lumos-trees" (secure-compare, then trimming);
   // decides which roles a device serves and when it is finished.
   std::string job = "neighbour-echo";
   std::string fedwalk_mode = "strict";  // the server's fedwalk_mode, for job "fedwalk"
@@ -174,6 +181,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   const fedwalk::FedWalkWalkRole* walk_role() const { return walk_role_.get(); }
   const fedwalk::FedWalkHistogramRole* histogram_role() const { return histogram_role_.get(); }
   const compare::SecureCompareRole* compare_role() const { return compare_role_.get(); }
+  const lumos::LumosTrimRole* trim_role() const { return trim_role_.get(); }
   const char* last_error() const { return last_error_.c_str(); }
 
  private:
@@ -248,6 +256,12 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   compare::CompareArenaStorage compare_storage_;
   std::unique_ptr<compare::SecureCompareRole> compare_role_;
   compare::SecureCompareRole::Stats compare_reported_{};
+  // Lumos trimming (job "lumos-trees"), bound to the comparison results
+  // once the secure-compare stage is done.
+  lumos::TrimArenaStorage trim_storage_;
+  std::unique_ptr<lumos::LumosTrimRole> trim_role_;
+  bool trim_bound_ = false;
+  lumos::LumosTrimRole::Stats trim_reported_{};
 
   bool connection_up_ = false;
   bool stopping_ = false;

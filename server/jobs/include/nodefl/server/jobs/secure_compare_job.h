@@ -95,6 +95,9 @@ class SecureCompareJob final : public Job {
   // participant, the neighbours it keeps (ascending). Empty without public
   // results.
   std::map<uint32_t, std::vector<uint32_t>> KeptNeighbours() const;
+  const std::vector<uint32_t>& participants() const { return participants_; }
+  // The edges compared (a < b), as requested by the devices.
+  const std::set<std::pair<uint32_t, uint32_t>>& edges() const { return requests_; }
 
  private:
   enum class Phase { kIdle, kRequests, kSessions, kReport, kFinished };

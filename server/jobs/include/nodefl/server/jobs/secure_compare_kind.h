@@ -32,4 +32,9 @@ std::unique_ptr<TableOptionGroup<SecureCompareJobConfig>> MakeOptionGroup<Secure
 
 const JobKind& SecureCompareKind();
 
+struct SecureCompareOptions;
+// The secure-compare job's options from the configuration (validated), for
+// plans that run it as a stage (lumos_kind.h).
+SecureCompareOptions SecureCompareOptionsFrom(const ServerConfig& config, uint64_t job_id);
+
 }  // namespace nodefl::server::jobs
