@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# Lumos tree construction end to end: every node of a dataset becomes an SDK
+# device with its own TLS connection (nodefl-emulate); nodefl-server runs the
+# lumos-trees job: secure-compare (Lumos Alg. 1, the greedy initialisation by
+# one secure two-party comparison of round(ln degree) per edge), then
+# lumos-trim (drains to public thresholds until the maximum workload, the
+# neighbours a device keeps, is the optimum; docs/lumos.md). The plaintext
+# reference (nodefl-lumos-trim-reference: greedy, the paper's MCMC, exact)
+# says what the optimum is.
+#
+# Usage: examples/lumos/run-lumos.sh [options]
+#   --graph DIR            dataset in the shared TSV layout
+#                          (default ../shared/datasets/karate)
+#   --out DIR              outputs (default build/lumos/<dataset>); one folder
+#                          per mode, reference/ for the plaintext reference and
+#                          workloads-cdf.png below it
+#   --modes "M ..."        privacy modes to run, one full job each (default
+#                          "strict paper"): strict keeps comparison results and
+#                          kept lists on the devices; paper reports both and the
+#                          server checks coverage (greedy-init.tsv,
+#                          lumos-trees.tsv)
+#   --mcmc-iterations N    the reference's MCMC iterations (default as Lumos
+#                          Sec. VI-A: 300 for lastfm, 1000 otherwise)
+#   --build-dir DIR        build and use binaries in DIR (default build/host)
+#   --no-build             use the binaries already in the build folder
+#   --no-install           skip the apt step
+#   --no-plot              do not draw workloads-cdf.png
+#   -- ARGS                anything after -- goes to nodefl-server (e.g.
+#                          --compare_mode extension --compare_max_sessions 8)
+# Idle, round, session and step timeouts are raised: one emulator process
+# does the work of every device, which real devices (one CPU each) never do.
+# Prints per mode the greedy stage (sessions, aborts, bytes, seconds), the
+# trimming stage (steps, drains, messages, sealed bytes, seconds), workloads
+# after each stage, the devices' coverage check and whether the maximum
+# workload reaches the reference's exact optimum; then one table of the modes
+# beside the reference's greedy, MCMC and exact rows, and the CDF plot
+# (python3-matplotlib; skipped with a note without it).
+# Exit status: 0 when every job finished verified, the emulator printed
+# VERIFIED and every mode's maximum workload equals the exact optimum;
+# 1 otherwise; 2 for bad arguments.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+graph=../shared/datasets/karate
+out=
+modes="strict paper"
+mcmc=
+build=1
+build_dir=build/host
+install=1
+plot=1
+server_args=()
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
+die() { echo "run-lumos.sh: $*" >&2; exit 2; }
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --graph|--out|--modes|--mode|--mcmc-iterations|--build-dir)
+      [[ $# -ge 2 ]] || die "$1 needs a value (see --help)" ;;&
+    --graph) graph=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --modes|--mode) modes=$2; shift 2 ;;
+    --mcmc-iterations) mcmc=$2; shift 2 ;;
+    --build-dir) build_dir=$2; shift 2 ;;
+    --no-build) build=0; shift ;;
+    --no-install) install=0; shift ;;
+    --no-plot) plot=0; shift ;;
+    --) shift; server_args=("$@"); break ;;
+    -h|--help) usage; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+[[ -d $graph ]] || die "no dataset folder '$graph' (--graph DIR: a folder with edges.tsv)"
+[[ -f $graph/edges.tsv ]] || die "no edges.tsv in '$graph' (--graph DIR: a dataset in the shared TSV layout)"
+[[ -n ${modes// /} ]] || die "--modes is empty"
+for mode in $modes; do
+  [[ $mode == strict || $mode == paper ]] || die "modes are strict and paper, not '$mode'"
+done
+name=$(basename "$graph")
+if [[ -z $mcmc ]]; then
+  # Lumos Sec. VI-A: 300 iterations for LastFM, 1,000 for Facebook.
+  if [[ $name == lastfm ]]; then mcmc=300; else mcmc=1000; fi
+fi
+[[ $mcmc =~ ^[0-9]+$ && $mcmc -gt 0 ]] || die "--mcmc-iterations must be a positive integer, not '$mcmc'"
+root=${out:-build/lumos/$name}
+# Debian's interpreter: it sees python3-matplotlib (a python3 earlier on PATH
+# may not).
+python=/usr/bin/python3
+[[ -x $python ]] || python=python3
+# The devices run at least as many comparison sessions at once as the server
+# allows each of them (nodefl-emulate --compare-sessions).
+sessions=4
+for ((i = 0; i < ${#server_args[@]}; i++)); do
+  case ${server_args[i]} in
+    --compare_max_sessions) sessions=${server_args[i + 1]:-4} ;;
+    --compare_max_sessions=*) sessions=${server_args[i]#*=} ;;
+  esac
+done
+
+if [[ $install == 1 ]]; then bash toolchains/install-deps.sh host; fi
+if [[ $build == 1 ]]; then
+  echo "== building ($build_dir)"
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$build_dir" -j "${NODEFL_JOBS:-2}" \
+    --target nodefl-server nodefl-emulate nodefl-ca nodefl-lumos-trim-reference
+fi
+bin=$build_dir/bin
+for tool in nodefl-server nodefl-emulate nodefl-ca nodefl-lumos-trim-reference; do
+  [[ -x $bin/$tool ]] || { echo "run-lumos.sh: no $bin/$tool (build it: drop --no-build, or give --build-dir)" >&2; exit 1; }
+done
+mkdir -p "$root"
+n=$(awk -F'\t' 'NF >= 2 && $1 !~ /^#/ { if ($1 > m) m = $1; if ($2 > m) m = $2 } END { print m + 1 }' "$graph/edges.tsv")
+
+server_pid=
+cleanup() { [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null || true; }
+trap cleanup EXIT
+pki=$root/pki
+if [[ ! -f $pki/devices/devices.bundle ]]; then
+  echo "== issuing credentials for $n devices (nodefl-ca)"
+  rm -rf "$pki"
+  $bin/nodefl-ca init --dir "$pki" >/dev/null
+  $bin/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null
+  $bin/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null
+fi
+
+# The plaintext reference: the exact optimum every mode must reach, and the
+# greedy and paper-MCMC rows of the comparison.
+ref=$root/reference
+rm -rf "$ref"
+mkdir -p "$ref"
+echo
+echo "== plaintext reference on $name (nodefl-lumos-trim-reference, $mcmc MCMC iterations; $ref)"
+$bin/nodefl-lumos-trim-reference --graph "$graph" --mcmc-iterations "$mcmc" --skip-rounds \
+  --output "$ref/workloads.tsv" >"$ref/reference.txt" 2>"$ref/reference.log" ||
+  { echo "run-lumos.sh: the reference failed:" >&2; cat "$ref/reference.log" >&2; exit 1; }
+grep -E '^(dataset|method|greedy|mcmc|exact|threshold) ' "$ref/reference.txt"
+optimum=$(sed -n 's/^exact = ceil(max density) = \([0-9]*\)$/\1/p' "$ref/reference.txt")
+edges=$(sed -n 's/^dataset .*, \([0-9]*\) edges$/\1/p' "$ref/reference.txt")
+[[ -n $optimum ]] || { echo "run-lumos.sh: no 'exact = ...' line in $ref/reference.txt" >&2; exit 1; }
+# method max_wl mean_wl comparisons moves iterations kept_twice seconds
+refrow() { awk -v m="$1" -v c="$2" '$1 == m { print $c; exit }' "$ref/reference.txt"; }
+
+# Per-vertex greedy workloads (column 2) of the job against the reference.
+greedy_diffs() {
+  awk -F'\t' 'FNR == 1 { next } NR == FNR { g[$1] = $2; next } { n++; if (!($1 in g) || g[$1] != $2) d++ }
+              END { print d + 0 " " n + 0 }' "$ref/workloads.tsv" "$1"
+}
+
+status=0
+table=()
+row_format='%-22s %6s %5s %7s  %-22s %12s %8s  %s'
+plot_tsv=
+plot_mode=
+for mode in $modes; do
+  out=$root/$mode
+  rm -rf "$out"
+  mkdir -p "$out"
+  log=$out/server.log
+  echo
+  echo "== Lumos trees on $name: $n devices, $mode mode (outputs in $out)"
+  started=$(date +%s.%N)
+  listening=0
+  for _ in 1 2 3 4 5; do
+    port=$((20000 + RANDOM % 20000))
+    ss -Htln 2>/dev/null | awk '{ print $4 }' | grep -q ":$port\$" && continue
+    $bin/nodefl-server --tls_ca_cert "$pki/ca.crt" --tls_server_cert "$pki/server.crt" \
+      --tls_server_key "$pki/server.key" --credentials_dir "$pki/devices" --listen_port "$port" \
+      --max_devices $((n + 100)) --job lumos-trees --lumos_privacy "$mode" --exit_after_jobs 1 \
+      --idle_timeout_ms 3600000 --heartbeat_interval_ms 600000 --job_round_deadline_ms 1800000 \
+      --compare_session_timeout_ms 3600000 --lumos_step_deadline_ms 1800000 \
+      --output_dir "$out" "${server_args[@]}" >/dev/null 2>"$log" &
+    server_pid=$!
+    for _ in $(seq 100); do
+      grep -q 'event=listening' "$log" 2>/dev/null && break
+      kill -0 "$server_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if grep -q 'event=listening' "$log"; then listening=1; break; fi
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=
+    grep -q 'Address already in use' "$log" || break  # anything else will not go away on another port
+  done
+  [[ $listening == 1 ]] || { echo "run-lumos.sh: the server did not start:" >&2; cat "$log" >&2 2>/dev/null; exit 1; }
+  run=0
+  $bin/nodefl-emulate --graph "$graph" --bundle "$pki/devices/devices.bundle" --server "127.0.0.1:$port" \
+    --job lumos-trees --compare-sessions "$sessions" --threads "$(nproc)" --timeout 7200 \
+    >"$out/emulator.txt" || run=$?
+  wait "$server_pid" || run=$?
+  server_pid=
+  wall=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+
+  field() { grep -E "event=job_finished .*kind=$1 " "$log" | grep -o " $2=[^ ]*" | head -1 | cut -d= -f2- | tr -d '"'; }
+  emu() { grep -E '^lumos-trees:' "$out/emulator.txt" | grep -oE "$1 [0-9.]+" | head -1 | awk '{ print $NF }'; }
+  sum() { awk -v s="$*" 'BEGIN { n = split(s, a, " "); for (i = 1; i <= n; i++) t += a[i]; printf "%.3f", t }'; }
+  fmt() { [[ -n $1 ]] && printf '%.3f' "$1" || echo "-"; }
+  for kind in secure-compare lumos-trim; do
+    if ! grep -qE "event=job_finished .*kind=$kind " "$log"; then
+      echo "run-lumos.sh: the server log has no job_finished for $kind ($log)"
+      run=1
+    elif [[ $(field "$kind" verified) != true ]]; then
+      echo "run-lumos.sh: $kind finished unverified: error=\"$(field "$kind" error)\" ($log)"
+      run=1
+    fi
+  done
+  sc_done=$(field secure-compare done); sc_aborted=$(field secure-compare aborted)
+  sc_seconds=$(sum "$(field secure-compare seconds_requests) $(field secure-compare seconds_sessions) $(field secure-compare seconds_report)")
+  tr_seconds=$(sum "$(field lumos-trim seconds_ready) $(field lumos-trim seconds_drains) $(field lumos-trim seconds_report)")
+  echo "-- greedy, secure-compare ($(field secure-compare value), width $(field secure-compare width), OT $(field secure-compare mode)):" \
+    "$(field secure-compare sessions) sessions, ${sc_done:--} done, ${sc_aborted:--} aborted," \
+    "$(field secure-compare bytes) bytes in $(field secure-compare messages) messages, $sc_seconds s" \
+    "(requests $(fmt "$(field secure-compare seconds_requests)") + sessions $(fmt "$(field secure-compare seconds_sessions)")" \
+    "+ report $(fmt "$(field secure-compare seconds_report)"))"
+  echo "-- trimming, lumos-trim: $(field lumos-trim steps) steps, $(field lumos-trim drains) drain(s)" \
+    "(thresholds $(field lumos-trim thresholds)), $(field lumos-trim messages) messages," \
+    "$(field lumos-trim sealed_bytes) sealed bytes, $(field lumos-trim secure_comparisons) secure comparisons," \
+    "$tr_seconds s (drains $(fmt "$(field lumos-trim seconds_drains)"))"
+  g_max=$(field lumos-trim greedy_max_workload); g_mean=$(fmt "$(field lumos-trim greedy_mean_workload)")
+  t_max=$(field lumos-trim max_workload); t_mean=$(fmt "$(field lumos-trim mean_workload)")
+  echo "-- workload: after greedy max ${g_max:--}, mean $g_mean (reference greedy: $(refrow greedy 2), $(refrow greedy 3));" \
+    "after trimming max ${t_max:--}, mean $t_mean"
+  wl=$out/lumos-workloads.tsv
+  if [[ -f $wl ]]; then
+    read -r gd gn < <(greedy_diffs "$wl")
+    kept=$(awk -F'\t' 'NR > 1 { s += $3 } END { print s + 0 }' "$wl")
+    echo "   $wl: greedy workloads equal the plaintext rule on $((gn - gd)) of $gn devices;" \
+      "trimmed workloads sum to $kept (edges: $edges)"
+    [[ -z $plot_tsv ]] && { plot_tsv=$wl; plot_mode=$mode; }
+  else
+    echo "   no $wl"
+    run=1
+  fi
+  coverage="devices: $(emu edges) edges, $(emu uncovered) uncovered, $(emu 'kept by both ends') kept by both ends, max $(emu 'workload max')"
+  [[ $mode == paper ]] && coverage+="; server (kept lists): $(field lumos-trim uncovered_edges) uncovered, $(field lumos-trim unverified_edges) unverified"
+  result=$(grep -E '^result:' "$out/emulator.txt" || true)
+  if [[ $result == "result: VERIFIED"* ]]; then
+    coverage+="; VERIFIED"
+  else
+    coverage+="; NOT VERIFIED (${result:-no result line; the emulator exited $run})"
+    run=1
+  fi
+  echo "-- coverage: $coverage"
+  reaches=no
+  [[ -n $t_max && $t_max == "$optimum" ]] && reaches=yes
+  echo "-- optimum: exact $optimum (reference, ceil of the maximum density); the server's optimum" \
+    "$(field lumos-trim optimum), certified $(field lumos-trim certified); max workload ${t_max:--}:" \
+    "reaches the optimum: $reaches"
+  [[ $reaches == yes ]] || run=1
+  echo "-- devices ($out/emulator.txt)"
+  sed 's/^/   /' "$out/emulator.txt"
+  echo "-- $mode mode: exit $run, wall $wall s"
+  comparisons="${sc_done:--}"
+  [[ ${sc_aborted:-0} != 0 ]] && comparisons+=" (+${sc_aborted} aborted)"
+  table+=("$(printf "$row_format" "job, $mode mode" "${g_max:--}" "${t_max:--}" "$t_mean" "$comparisons" \
+    "$(field lumos-trim messages) / $(field lumos-trim steps)" "$(sum "$sc_seconds $tr_seconds")" "$reaches")")
+  [[ $run == 0 ]] || status=1
+done
+
+echo
+echo "== summary: $name, $n devices, $edges edges; exact optimum $optimum"
+printf "$row_format\n" run "greedy" "max" "mean" "secure comparisons" "msgs / steps" seconds "reaches optimum"
+for row in "${table[@]}"; do echo "$row"; done
+for m in greedy mcmc exact; do
+  label="reference, $m"
+  start=$(refrow greedy 2)
+  case $m in
+    mcmc) label="reference, paper MCMC"; comparisons="$(refrow mcmc 4) ($(refrow mcmc 6) it.)" ;;
+    exact) start="-"; comparisons=$(refrow exact 4) ;;
+    *) comparisons=$(refrow greedy 4) ;;
+  esac
+  r_max=$(refrow $m 2)
+  printf "$row_format\n" "$label" "$start" "$r_max" "$(refrow $m 3)" "$comparisons" "-" "$(refrow $m 8)" \
+    "$([[ $r_max == "$optimum" ]] && echo yes || echo no)"
+done
+echo "(greedy: max workload after Lumos Alg. 1; max / mean: after trimming; secure comparisons: the jobs' completed"
+echo " two-party sessions, the reference's rows what each method would need if every comparison were secure;"
+echo " msgs / steps: the trimming stage's sealed messages and drain steps; seconds: the jobs' stage times, the"
+echo " reference's compute time. MCMC is the paper's Alg. 2 from greedy; strict mode keeps comparison results"
+echo " and kept lists on the devices, paper mode reports them and the server checks coverage.)"
+
+if [[ $plot == 1 ]]; then
+  png=$root/workloads-cdf.png
+  if [[ -z $plot_tsv ]]; then
+    echo "plot: skipped (no job wrote lumos-workloads.tsv)"
+  else
+    logx=()
+    maxdeg=$(awk -F'\t' 'NF >= 2 && $1 !~ /^#/ && $1 != $2 { d[$1]++; d[$2]++ } END { for (v in d) if (d[v] > m) m = d[v]; print m + 0 }' "$graph/edges.tsv")
+    [[ $maxdeg -ge 50 ]] && logx=(--logx)
+    plot_rc=0
+    $python server/tools/plot_workload_cdf.py --graph "$graph" \
+      --series "greedy (job, $plot_mode)=$plot_tsv:greedy" --series "trimmed (job, $plot_mode)=$plot_tsv:workload" \
+      --series "paper MCMC, $mcmc it. (reference)=$ref/workloads.tsv:mcmc" "${logx[@]}" \
+      --title "$name: CDF of per-device workload" --output "$png" >/dev/null 2>"$root/plot.log" || plot_rc=$?
+    case $plot_rc in
+      0) echo "plot: $png" ;;
+      3) echo "plot: skipped (python3-matplotlib not installed for $python; apt-get install python3-matplotlib)" ;;
+      *) echo "plot: FAILED (exit $plot_rc):" >&2; cat "$root/plot.log" >&2; status=1 ;;
+    esac
+  fi
+fi
+exit $status
