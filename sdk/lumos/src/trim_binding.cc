@@ -3,6 +3,33 @@
 
 namespace nodefl::lumos {
 
+bool ApplyGreedyOutcome(compare::PeerOutcome outcome, uint32_t own_id, TrimPeer& p) {
+  p.unsettled = false;
+  switch (outcome) {
+    case compare::PeerOutcome::kLess:  // the neighbour's log-degree is higher: keep it
+      p.keep = true;
+      p.peer_keeps = false;
+      return true;
+    case compare::PeerOutcome::kGreater:
+      p.keep = false;
+      p.peer_keeps = true;
+      return false;
+    case compare::PeerOutcome::kEqual:
+      // Both kept it after Alg. 1; the lower id lets it go.
+      p.keep = own_id > p.id;
+      p.peer_keeps = !p.keep;
+      return true;
+    case compare::PeerOutcome::kAborted:
+    case compare::PeerOutcome::kNone:
+      break;
+  }
+  // Nothing was learnt: keep it, assume nothing about the other end.
+  p.keep = true;
+  p.peer_keeps = false;
+  p.unsettled = true;
+  return true;
+}
+
 Status BindGreedy(compare::SecureCompareRole& greedy, uint32_t own_id, Span<TrimPeer> peers, LumosTrimRole& role) {
   if (!greedy.finished()) return Status::FailedPrecondition();
   const Span<const compare::ComparePeer> from = greedy.peers();
@@ -19,28 +46,7 @@ Status BindGreedy(compare::SecureCompareRole& greedy, uint32_t own_id, Span<Trim
     p.window = c.window;
     p.next_counter = c.next_counter;
     p.absent = p.awaiting_echo = p.search_due = p.echo_due = false;
-    switch (c.outcome) {
-      case compare::PeerOutcome::kLess:  // the neighbour's log-degree is higher: keep it
-        p.keep = true;
-        p.peer_keeps = false;
-        break;
-      case compare::PeerOutcome::kGreater:
-        p.keep = false;
-        p.peer_keeps = true;
-        break;
-      case compare::PeerOutcome::kEqual:
-        // Both kept it after Alg. 1; the lower id lets it go.
-        ++greedy_workload;
-        p.keep = own_id > p.id;
-        p.peer_keeps = !p.keep;
-        continue;
-      case compare::PeerOutcome::kAborted:
-      case compare::PeerOutcome::kNone:
-        p.keep = true;
-        p.peer_keeps = false;
-        break;
-    }
-    if (p.keep) ++greedy_workload;
+    if (ApplyGreedyOutcome(c.outcome, own_id, p)) ++greedy_workload;
   }
   greedy.ForgetJobKeys();
   role.Bind(greedy_workload);

@@ -48,9 +48,16 @@ void LumosTrimRole::Keep(TrimPeer& p) {
   p.peer_keeps = false;
 }
 
+void LumosTrimRole::LearnPeerKeeps(TrimPeer& p) {
+  // A search from `p` travels only along an edge `p` keeps.
+  p.peer_keeps = true;
+  p.unsettled = false;
+}
+
 void LumosTrimRole::Drop(TrimPeer& p) {
   // Only ever after `p` said it keeps the edge (a reverse echo).
   p.peer_keeps = true;
+  p.unsettled = false;
   if (p.keep) {
     p.keep = false;
     --workload_;
@@ -177,6 +184,7 @@ void LumosTrimRole::OnSearch(TrimPeer& from, const TrimMessage& m) {
     return;
   }
   if (m.step > step_) BeginStep(m.step, m.threshold);
+  LearnPeerKeeps(from);
   const bool first = !root_ && parent_ == nullptr && !subtree_done_;
   if (!first) {
     if (!from.echo_due) ++dues_;
@@ -390,6 +398,7 @@ Status LumosTrimRole::SendSummary(device::DeviceSession& session, uint32_t round
   s.uncovered = Uncovered();
   for (const TrimPeer& p : peers_) {
     if (!p.keyed) ++s.unkeyed;
+    if (p.keep && p.unsettled) ++s.unsettled;
   }
   s.messages_sent = stats_.searches_sent + stats_.echoes_sent;
   s.messages_received = stats_.messages_received;

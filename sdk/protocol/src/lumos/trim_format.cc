@@ -86,18 +86,18 @@ Result<TrimStepOutcome> DecodeTrimStepOutcome(ConstByteSpan bytes) {
 
 Result<size_t> EncodeTrimSummary(const TrimSummary& s, ByteSpan out) {
   if (out.size() < kTrimSummaryBytes) return Status::ResourceExhausted();
-  const uint32_t fields[] = {s.workload, s.greedy_workload, s.uncovered, s.unkeyed,
-                             s.messages_sent, s.messages_received, s.rejected};
-  for (size_t i = 0; i < 7; ++i) StoreU32Le(fields[i], out.data() + 4 * i);
+  const uint32_t fields[] = {s.workload,      s.greedy_workload,   s.uncovered, s.unkeyed,
+                             s.unsettled,     s.messages_sent,     s.messages_received, s.rejected};
+  for (size_t i = 0; i < 8; ++i) StoreU32Le(fields[i], out.data() + 4 * i);
   return kTrimSummaryBytes;
 }
 
 Result<TrimSummary> DecodeTrimSummary(ConstByteSpan bytes) {
   if (bytes.size() != kTrimSummaryBytes) return Status::InvalidArgument();
   TrimSummary s;
-  uint32_t* fields[] = {&s.workload, &s.greedy_workload, &s.uncovered, &s.unkeyed,
-                        &s.messages_sent, &s.messages_received, &s.rejected};
-  for (size_t i = 0; i < 7; ++i) *fields[i] = LoadU32Le(bytes.data() + 4 * i);
+  uint32_t* fields[] = {&s.workload,  &s.greedy_workload, &s.uncovered,         &s.unkeyed,
+                        &s.unsettled, &s.messages_sent,   &s.messages_received, &s.rejected};
+  for (size_t i = 0; i < 8; ++i) *fields[i] = LoadU32Le(bytes.data() + 4 * i);
   return s;
 }
 

@@ -16,6 +16,11 @@
 
 namespace nodefl::lumos {
 
+// One neighbour's starting state from this device's comparison outcome
+// with it (Alg. 1 line 4, the tie drop, the abort rule); returns whether
+// the device kept the edge after Alg. 1 itself (before the tie drop).
+bool ApplyGreedyOutcome(compare::PeerOutcome outcome, uint32_t own_id, TrimPeer& peer);
+
 // `peers` must list the same neighbours as `greedy`, in the same order, and
 // `greedy` must have been told to hand its keys over
 // (set_hand_over_keys(true)) before its job ended. kFailedPrecondition when

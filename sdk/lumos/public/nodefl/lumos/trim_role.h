@@ -46,6 +46,7 @@ struct TrimPeer {
   bool keep = false;        // this device keeps the edge: the neighbour is a leaf of its tree
   bool peer_keeps = false;  // the neighbour told this device (comparison or reverse echo) that it keeps it
   bool absent = false;      // the server said it takes no part (kTrimAbsent): never searched
+  bool unsettled = false;   // kept after an aborted comparison: what the other end does is unknown
   // The current step.
   bool awaiting_echo = false;  // a search went to it (or is due) and is not answered yet
   bool search_due = false;
@@ -112,6 +113,7 @@ class LumosTrimRole final : public device::Role {
   // Every search of this step answered: report (a root) or answer the parent.
   void SubtreeDone();
   void Keep(TrimPeer& p);
+  void LearnPeerKeeps(TrimPeer& p);
   void Drop(TrimPeer& p);
   Status Flush(device::DeviceSession& session);
   Status SendSealed(TrimPeer& peer, const TrimMessage& m, device::DeviceSession& session);

@@ -111,11 +111,15 @@ struct TrimSummary {
   // endpoint: 0 unless the protocol is broken (the job's coverage check).
   uint32_t uncovered = 0;
   uint32_t unkeyed = 0;          // neighbours without pair keys (their edges stay as they are)
+  // Edges this device keeps without knowing what the other end does (its
+  // comparison aborted): possibly kept twice, so the maximum may sit above
+  // the optimum; the job certifies the optimum only when this is 0 everywhere.
+  uint32_t unsettled = 0;
   uint32_t messages_sent = 0;    // searches and echoes
   uint32_t messages_received = 0;
   uint32_t rejected = 0;         // relayed messages that failed to open or made no sense
 };
-inline constexpr size_t kTrimSummaryBytes = 7 * 4;
+inline constexpr size_t kTrimSummaryBytes = 8 * 4;
 
 [[nodiscard]] Result<size_t> EncodeTrimSummary(const TrimSummary& s, ByteSpan out);
 [[nodiscard]] Result<TrimSummary> DecodeTrimSummary(ConstByteSpan bytes);

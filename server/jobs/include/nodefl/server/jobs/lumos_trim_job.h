@@ -73,9 +73,11 @@ struct LumosTrimSummary {
   uint32_t optimum = 0;              // the schedule's lowest feasible threshold
   bool certified = false;            // every device took part throughout: the maximum is the optimum
   uint32_t max_workload = 0, greedy_max = 0;
+  uint32_t start_max = 0;  // after the tie drop, before the drains
   double mean_workload = 0, greedy_mean = 0;
   uint64_t messages = 0;             // device-to-device searches and echoes (devices' own counts)
   uint64_t uncovered_local = 0;      // devices' own coverage checks, summed
+  uint64_t unsettled = 0;            // edges kept after an aborted comparison (devices' counts, summed)
   uint64_t uncovered_edges = 0;      // paper mode: edges neither endpoint reported keeping
   uint64_t unverified_edges = 0;     // paper mode: an endpoint did not report, the other does not keep it
   uint64_t protocol_errors = 0;
