@@ -184,7 +184,7 @@ TEST(ServerConfigFlags, ReportBadFlagsClearly) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {{"--no_such_key", "1"}, "--no_such_key: unknown flag (see --help)"},
+      {{"--no_such_key", "1"}, "--no_such_key: unknown flag"},
       {{"--listen_port"}, "--listen_port: missing value"},
       {{"--listen_port", "--threads", "2"}, "--listen_port: missing value"},
       {{"--listen_port", "x"}, "--listen_port: 'x' is not a non-negative integer"},

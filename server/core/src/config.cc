@@ -132,7 +132,7 @@ ConfigStatus ApplyFlags(int argc, const char* const* argv, ServerConfig& config)
       return status;
     }
     if (flag.name != "config" && !FindKey(config, flag.name)) {
-      return ConfigStatus::Error("--" + flag.name + ": unknown flag (see --help)");
+      return ConfigStatus::Error("--" + flag.name + ": unknown flag");
     }
     if (eq != std::string_view::npos) {
       flag.value.assign(body.substr(eq + 1));
@@ -180,7 +180,7 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
   if (c.job != "none") {
     bool known = false;
     for (size_t g = 0; g < c.job_options.size() && !known; ++g) known = c.job_options[g].ProvidesJob(c.job);
-    if (!known) return fail("job", "'" + c.job + "' is not a known job (see --help)");
+    if (!known) return fail("job", "'" + c.job + "' is not a known job");
   }
   if (c.job_round_deadline_ms == 0) return fail("job_round_deadline_ms", "must be at least 1");
   if (c.max_upload_bytes == 0) return fail("max_upload_bytes", "must be at least 1");
