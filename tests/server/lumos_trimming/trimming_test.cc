@@ -324,6 +324,49 @@ TEST(LumosTrimmingTest, McmcAcceptanceMatchesEq18) {
 // the three other leaves tie at 1); line 7: 1. Total 21, delta 0, accepted.
 // Exact from greedy: level 1, 2|V| - 1 = 9, then a search from a leaf
 // reaches the centre (1 more) and cannot go on: optimal, 10.
+// Alg. 3 with ties: neighbours that tie at a local maximum are both
+// candidates, equal maxima far apart are both "largest", and the count is one
+// comparison per edge plus one per pair of candidates.
+TEST(LumosTrimmingTest, CandidateVertexSetWithTies) {
+  // Two triangles {0,1,2} and {3,4,5} joined by the edge 2-3.
+  const TrimGraph g(6, {{0, 1}, {1, 2}, {0, 2}, {3, 4}, {4, 5}, {3, 5}, {2, 3}});
+  ASSERT_TRUE(g.valid());
+  Trimming t(g);  // every edge kept by its first endpoint
+  // wl: 0 keeps 1 and 2; 1 keeps 2; 2 keeps 3; 3 keeps 4 and 5; 4 keeps 5.
+  ASSERT_EQ(t.workloads(), (std::vector<uint32_t>{2, 1, 1, 2, 1, 0}));
+  CandidateVertexSet cvs = FindCandidateVertexSet(t);
+  // 0 and 3 are local maxima with equal workloads, not neighbours.
+  EXPECT_EQ(cvs.candidates, (std::vector<uint32_t>{0, 3}));
+  EXPECT_EQ(cvs.largest, (std::vector<uint32_t>{0, 3}));
+  EXPECT_EQ(cvs.comparisons, 7u + 1u);
+
+  // 2 takes edge 1-2: wl(2) = 2 ties with its neighbours 0 and 3.
+  t.Set(1, Keeper::kB);
+  ASSERT_EQ(t.workloads(), (std::vector<uint32_t>{2, 0, 2, 2, 1, 0}));
+  cvs = FindCandidateVertexSet(t);
+  EXPECT_EQ(cvs.candidates, (std::vector<uint32_t>{0, 2, 3}));
+  EXPECT_EQ(cvs.largest, (std::vector<uint32_t>{0, 2, 3}));
+  EXPECT_EQ(cvs.comparisons, 7u + 3u);
+
+  // 3 takes edge 2-3: one maximum again; 0 is still a (smaller) candidate.
+  t.Set(6, Keeper::kB);
+  ASSERT_EQ(t.workloads(), (std::vector<uint32_t>{2, 0, 1, 3, 1, 0}));
+  cvs = FindCandidateVertexSet(t);
+  EXPECT_EQ(cvs.candidates, (std::vector<uint32_t>{0, 3}));
+  EXPECT_EQ(cvs.largest, (std::vector<uint32_t>{3}));
+  EXPECT_EQ(cvs.comparisons, 7u + 1u);
+
+  // Everyone equal (a cycle kept one way round): every device is a
+  // candidate and every one is largest.
+  const TrimGraph ring(5, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {0, 4}});
+  Trimming r(ring);
+  r.Set(4, Keeper::kB);  // 4 keeps 0: everyone keeps exactly one
+  cvs = FindCandidateVertexSet(r);
+  EXPECT_EQ(cvs.candidates.size(), 5u);
+  EXPECT_EQ(cvs.largest.size(), 5u);
+  EXPECT_EQ(cvs.comparisons, 5u + 10u);
+}
+
 TEST(LumosTrimmingTest, ComparisonCountsOnAStar) {
   TrimGraph g(5, {{0, 1}, {0, 2}, {0, 3}, {0, 4}});
   MethodStats greedy_stats, exact_stats;

@@ -141,37 +141,45 @@ Trimming Greedy(const TrimGraph& g, MethodStats* stats) {
   return t;
 }
 
-namespace {
-
 // Lumos Alg. 3 on plaintext workloads. Device operation 1: each device
 // compares its workload with each neighbour's; one two-party comparison per
 // edge tells both ends, so |E| comparisons. A device is a candidate when no
 // neighbour has more (">=": "the largest workloads among their neighbors and
-// themselves"). Operation 2: the candidates compare pairwise, C(|CVS|, 2)
+// themselves"), so neighbours that tie at a local maximum are both
+// candidates. Operation 2: the candidates compare pairwise, C(|CVS|, 2)
 // comparisons; the server picks uniformly among the candidates that are
 // largest (Alg. 3 footnote).
-uint32_t FindMaxWorkloadDevice(const Trimming& t, Rng& rng, std::vector<uint8_t>& candidate, uint64_t* comparisons) {
+CandidateVertexSet FindCandidateVertexSet(const Trimming& t) {
   const TrimGraph& g = t.graph();
-  candidate.assign(g.num_vertices(), 1);
+  std::vector<uint8_t> candidate(g.num_vertices(), 1);
   for (uint64_t e = 0; e < g.num_edges(); ++e) {
     const uint32_t wa = t.workload(g.a(e)), wb = t.workload(g.b(e));
     if (wa < wb) candidate[g.a(e)] = 0;
     if (wb < wa) candidate[g.b(e)] = 0;
   }
-  uint64_t cvs = 0;
+  CandidateVertexSet out;
   uint32_t best = 0;
-  std::vector<uint32_t> top;
   for (uint32_t v = 0; v < g.num_vertices(); ++v) {
     if (!candidate[v]) continue;
-    ++cvs;
-    if (top.empty() || t.workload(v) > best) {
+    out.candidates.push_back(v);
+    if (out.largest.empty() || t.workload(v) > best) {
       best = t.workload(v);
-      top.clear();
+      out.largest.clear();
     }
-    if (t.workload(v) == best) top.push_back(v);
+    if (t.workload(v) == best) out.largest.push_back(v);
   }
-  *comparisons += g.num_edges() + cvs * (cvs - 1) / 2;
-  return top.size() == 1 ? top[0] : top[rng.Below(top.size())];
+  const uint64_t n = out.candidates.size();
+  out.comparisons = g.num_edges() + n * (n - 1) / 2;
+  return out;
+}
+
+namespace {
+
+// Alg. 3: the device the server names as holding the maximum.
+uint32_t FindMaxWorkloadDevice(const Trimming& t, Rng& rng, uint64_t* comparisons) {
+  const CandidateVertexSet cvs = FindCandidateVertexSet(t);
+  *comparisons += cvs.comparisons;
+  return cvs.largest.size() == 1 ? cvs.largest[0] : cvs.largest[rng.Below(cvs.largest.size())];
 }
 
 }  // namespace
@@ -203,12 +211,11 @@ Trimming Mcmc(const Trimming& start, const McmcOptions& options, McmcStats* stat
   Trimming x = start;
   const TrimGraph& g = x.graph();
   Rng rng(options.seed);
-  std::vector<uint8_t> candidate;
   std::vector<uint64_t> kept;
   std::vector<std::pair<uint64_t, Keeper>> undo;
   for (uint64_t t = 1; t <= options.iterations; ++t) {
     ++s.iterations;
-    const uint32_t u = FindMaxWorkloadDevice(x, rng, candidate, &s.comparisons);  // line 2
+    const uint32_t u = FindMaxWorkloadDevice(x, rng, &s.comparisons);  // line 2
     const uint32_t f = x.workload(u);
     kept.clear();
     for (uint64_t e : g.incident(u)) {
@@ -226,7 +233,7 @@ Trimming Mcmc(const Trimming& start, const McmcOptions& options, McmcStats* stat
         undo.push_back({kept[i], x.keeper(kept[i])});
         x.MoveAway(u, kept[i]);  // line 5, Eq. 17
       }
-      const uint32_t u2 = FindMaxWorkloadDevice(x, rng, candidate, &s.comparisons);  // line 6
+      const uint32_t u2 = FindMaxWorkloadDevice(x, rng, &s.comparisons);  // line 6
       const int64_t delta = static_cast<int64_t>(x.workload(u2)) - static_cast<int64_t>(f);
       s.comparisons += 1;  // line 7
       Acceptance& a = s.by_delta[delta];

@@ -132,6 +132,18 @@ struct McmcStats : MethodStats {
   uint64_t skipped = 0;  // iterations whose maximum-workload device kept nothing
 };
 
+// Lumos Alg. 3 (the candidate vertex set): the devices no neighbour
+// exceeds (neighbours that tie at the top are both candidates), the
+// candidates with the largest workload (the server picks one uniformly),
+// and the comparisons it takes (one per edge, then every pair of
+// candidates).
+struct CandidateVertexSet {
+  std::vector<uint32_t> candidates;  // ascending
+  std::vector<uint32_t> largest;     // ascending
+  uint64_t comparisons = 0;
+};
+CandidateVertexSet FindCandidateVertexSet(const Trimming& t);
+
 // Lumos Alg. 2 from `start`.
 Trimming Mcmc(const Trimming& start, const McmcOptions& options, McmcStats* stats = nullptr);
 
