@@ -109,6 +109,20 @@ for tool in nodefl-server nodefl-emulate nodefl-ca nodefl-lumos-trim-reference; 
 done
 mkdir -p "$root"
 n=$(awk -F'\t' 'NF >= 2 && $1 !~ /^#/ { if ($1 > m) m = $1; if ($2 > m) m = $2 } END { print m + 1 }' "$graph/edges.tsv")
+# One TLS connection per device: the server and the emulator each hold one
+# socket per device. Raise the soft limit on open files to the hard one;
+# past the hard one only root with CAP_SYS_RESOURCE can go (containers
+# often drop it), so say so instead of failing half way.
+need=$((n + 256))
+if [[ $(ulimit -n) != unlimited && $(ulimit -n) -lt $need ]]; then
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+  if [[ $(ulimit -n) != unlimited && $(ulimit -n) -lt $need ]]; then
+    echo "run-lumos.sh: $n devices need about $need open files per process (one TLS connection each);" \
+         "this shell allows $(ulimit -n) (hard limit $(ulimit -Hn)). Raise it (ulimit -Hn as root with" \
+         "CAP_SYS_RESOURCE, or limits.conf) or run a smaller graph." >&2
+    exit 2
+  fi
+fi
 
 server_pid=
 cleanup() { [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null || true; }

@@ -34,6 +34,7 @@ LumosTrimJob::LumosTrimJob(LumosTrimOptions options, std::vector<uint32_t> parti
   std::sort(participants_.begin(), participants_.end());
   participants_.erase(std::unique(participants_.begin(), participants_.end()), participants_.end());
   for (uint32_t id : participants_) devices_[id];
+  pending_ready_ = static_cast<uint32_t>(participants_.size());
   summary_.participants = static_cast<uint32_t>(participants_.size());
 }
 
@@ -58,6 +59,10 @@ std::vector<RoundStart> LumosTrimJob::Begin(uint64_t now_us) {
 void LumosTrimJob::MarkAbsent(uint32_t device) {
   Device& d = devices_[device];
   if (d.absent) return;
+  // The counters the rounds wait on (kept, not recounted: a round must not
+  // cost O(devices) per message).
+  if (phase_ == Phase::kReady && !d.responded) --pending_ready_;
+  if (phase_ == Phase::kDraining && d.ready && d.outcome_step != current_.step) --waiting_;
   d.absent = true;
   any_absent_ = true;
   summary_.absent.push_back(device);
@@ -72,8 +77,9 @@ std::vector<RoundStart> LumosTrimJob::OnReport(uint32_t device, uint32_t round, 
     return {};
   }
   Device& d = it->second;
-  if (round == kRoundReady && phase_ == Phase::kReady && !d.responded) {
+  if (round == kRoundReady && phase_ == Phase::kReady && !d.responded && !d.absent) {
     d.responded = true;
+    --pending_ready_;
     if (report.code == static_cast<uint32_t>(StatusCode::kOk)) {
       d.ready = true;
       ++summary_.ready;
@@ -81,8 +87,9 @@ std::vector<RoundStart> LumosTrimJob::OnReport(uint32_t device, uint32_t round, 
       summary_.refused.push_back(device);
       MarkAbsent(device);
     }
-  } else if (phase_ == Phase::kReport && round == ReportRound() && d.ready && !d.reported) {
+  } else if (phase_ == Phase::kReport && round == ReportRound() && d.in_report && !d.reported) {
     d.reported = true;
+    --pending_reports_;
     if (report.code != static_cast<uint32_t>(StatusCode::kOk)) ++summary_.uncovered_local;  // DATA_LOSS: its own check failed
   } else {
     ++summary_.ignored;
@@ -130,6 +137,7 @@ std::vector<RoundStart> LumosTrimJob::OnUpload(uint32_t device, uint32_t round, 
         return {};
       }
       d.outcome_step = o->step;
+      --waiting_;
       ++current_.outcomes;
       if (o->root) ++current_.roots;
       current_.relief += o->relief;
@@ -167,6 +175,7 @@ std::vector<RoundStart> LumosTrimJob::StartStep(uint64_t now_us) {
     if (d.ready && !d.absent) start.devices.push_back(id);
   }
   current_.devices = static_cast<uint32_t>(start.devices.size());
+  waiting_ = current_.devices;
   // Tell the active devices who left (after their round start; the devices
   // take it in either order).
   if (!absent_unannounced_.empty()) {
@@ -217,9 +226,12 @@ std::vector<RoundStart> LumosTrimJob::StartReport(uint64_t now_us) {
   start.deadline_ms = options_.round_deadline_ms;
   start.parameters = Parameters({.phase = tf::TrimPhase::kReport, .upload_kept = options_.upload_kept});
   // Every device that started, absent or not: its state counts.
-  for (const auto& [id, d] : devices_) {
-    if (d.ready && !d.offline) start.devices.push_back(id);
+  for (auto& [id, d] : devices_) {
+    if (!d.ready || d.offline) continue;
+    d.in_report = true;
+    start.devices.push_back(id);
   }
+  pending_reports_ = static_cast<uint32_t>(start.devices.size());
   std::vector<RoundStart> out;
   if (start.devices.empty()) {
     Finish(now_us);
@@ -234,6 +246,9 @@ std::vector<DeviceData> LumosTrimJob::TakeData() { return std::exchange(data_, {
 void LumosTrimJob::OnUndeliverable(uint32_t device, uint64_t) {
   auto it = devices_.find(device);
   if (it == devices_.end()) return;
+  if (phase_ == Phase::kReport && it->second.in_report && !it->second.reported && !it->second.offline) {
+    --pending_reports_;
+  }
   it->second.offline = true;
   // Offline at a step's start: it will not answer this step's searches.
   if (phase_ == Phase::kDraining || phase_ == Phase::kReady) MarkAbsent(device);
@@ -243,9 +258,7 @@ std::vector<RoundStart> LumosTrimJob::Poll(uint64_t now_us) {
   const uint64_t elapsed_us = now_us - round_started_us_;
   switch (phase_) {
     case Phase::kReady: {
-      const bool all = std::all_of(devices_.begin(), devices_.end(),
-                                   [](const auto& e) { return e.second.responded || e.second.absent; });
-      if (!all && elapsed_us <= uint64_t{options_.round_deadline_ms} * 1000) return {};
+      if (pending_ready_ > 0 && elapsed_us <= uint64_t{options_.round_deadline_ms} * 1000) return {};
       for (auto& [id, d] : devices_) {
         if (!d.responded && !d.absent) {
           summary_.missed_ready.push_back(id);
@@ -273,19 +286,12 @@ std::vector<RoundStart> LumosTrimJob::Poll(uint64_t now_us) {
       return StartStep(now_us);
     }
     case Phase::kDraining: {
-      uint32_t waiting = 0;
-      for (const auto& [id, d] : devices_) {
-        if (d.ready && !d.absent && d.outcome_step != current_.step) ++waiting;
-      }
-      if (waiting == 0) return EndStep(now_us, false);
+      if (waiting_ == 0) return EndStep(now_us, false);
       if (elapsed_us > uint64_t{options_.step_deadline_ms} * 1000) return EndStep(now_us, true);
       return {};
     }
     case Phase::kReport: {
-      const bool all = std::all_of(devices_.begin(), devices_.end(), [](const auto& e) {
-        return !e.second.ready || e.second.offline || e.second.reported;
-      });
-      if (all || elapsed_us > uint64_t{options_.round_deadline_ms} * 1000) Finish(now_us);
+      if (pending_reports_ == 0 || elapsed_us > uint64_t{options_.round_deadline_ms} * 1000) Finish(now_us);
       return {};
     }
     case Phase::kIdle:
@@ -420,12 +426,8 @@ std::string LumosTrimJob::ProgressLine() const {
       o << "lumos-trim round 1 (ready)";
       break;
     case Phase::kDraining: {
-      uint32_t waiting = 0;
-      for (const auto& [id, d] : devices_) {
-        if (d.ready && !d.absent && d.outcome_step != current_.step) ++waiting;
-      }
       o << "lumos-trim step " << current_.step << " at threshold " << current_.threshold << ": " << current_.outcomes
-        << "/" << current_.devices << " outcomes (" << waiting << " waiting), " << current_.roots << " roots, relief "
+        << "/" << current_.devices << " outcomes (" << waiting_ << " waiting), " << current_.roots << " roots, relief "
         << current_.relief << "; drains " << summary_.thresholds.size();
       break;
     }

@@ -125,6 +125,7 @@ class LumosTrimJob final : public Job {
     uint32_t outcome_step = 0;
     bool has_summary = false;
     nodefl::lumos::TrimSummary ready_summary, summary;
+    bool in_report = false;  // asked for the final report
     bool reported = false;   // final report
     std::vector<uint32_t> kept;
   };
@@ -147,6 +148,9 @@ class LumosTrimJob final : public Job {
   uint64_t round_started_us_ = 0, drains_started_us_ = 0;
   LumosTrimStep current_;
   bool drain_begins_ = true;  // the next step starts a drain
+  uint32_t pending_ready_ = 0;    // ready round: participants neither answered nor absent
+  uint32_t waiting_ = 0;          // drain step: active devices without an outcome
+  uint32_t pending_reports_ = 0;  // report round: asked, neither reported nor offline
   bool any_absent_ = false;
   LumosTrimSummary summary_;
   std::vector<DeviceData> data_;
