@@ -154,7 +154,7 @@ TEST(LumosTrimProtocolTest, ADeviceThatLeavesMidDrainLeavesNoEdgeUncovered) {
   for (uint32_t step : {1u, 2u, 3u}) {
     for (uint64_t seed = 1; seed <= 3; ++seed) {
       SCOPED_TRACE(::testing::Message() << "step " << step << " seed " << seed);
-      const Graph g = HubGraph(150, 4, seed);
+      const Graph g = HubGraph(400, 5, seed);
       Fleet fleet(g, {.seed = seed, .kill_at_step = step});
       ASSERT_TRUE(fleet.Run());  // deadlines, not a hang
       ExpectClean(fleet);

@@ -126,6 +126,7 @@ void LumosTrimRole::BeginStep(uint32_t step, uint32_t threshold) {
   threshold_ = threshold;
   ++stats_.steps;
   parent_ = nullptr;
+  sink_ = false;
   awaiting_ = 0;
   child_reversed_ = false;
   subtree_done_ = false;
@@ -186,22 +187,27 @@ void LumosTrimRole::OnSearch(TrimPeer& from, const TrimMessage& m) {
   if (m.step > step_) BeginStep(m.step, m.threshold);
   LearnPeerKeeps(from);
   const bool first = !root_ && parent_ == nullptr && !subtree_done_;
-  if (!first) {
-    if (!from.echo_due) ++dues_;
-    from.echo_due = true;
-    from.echo_reverse = false;
-    from.echo_step = step_;
-    return;
+  if (first) {
+    parent_ = &from;
+    sink_ = workload_ < threshold_;
   }
-  parent_ = &from;
-  if (workload_ < threshold_) {
-    // Accept: take the edge over (the parent stops keeping it on our echo).
+  if (sink_ && workload_ < threshold_) {
+    // Accept: take the edge over (the sender stops keeping it on our
+    // echo). A device below T accepts every search that reaches it while it
+    // stays below T: each is another path ending here.
     Keep(from);
     ++stats_.accepted;
     subtree_done_ = true;
     if (!from.echo_due) ++dues_;
     from.echo_due = true;
     from.echo_reverse = true;
+    from.echo_step = step_;
+    return;
+  }
+  if (!first) {
+    if (!from.echo_due) ++dues_;
+    from.echo_due = true;
+    from.echo_reverse = false;
     from.echo_step = step_;
     return;
   }

@@ -31,6 +31,7 @@ struct Options {
   uint64_t seed = 1;
   uint32_t search_depth = 0;
   bool skip_rounds = false;
+  bool multi_accept = true;
   std::string output;
 };
 
@@ -48,6 +49,9 @@ void Usage(std::FILE* out) {
                "                         rounds' offers and arrival orders (default 1)\n"
                "  --search-depth D       longest path, in edges, a search round follows in the\n"
                "                         rounds method (default: 0 = unbounded)\n"
+               "  --single-accept        threshold method: a device below the threshold accepts\n"
+               "                         only the first search that reaches it in a step (the\n"
+               "                         default, like the devices, accepts while it stays below)\n"
                "  --skip-rounds          do not run the rounds method (slow on dense graphs:\n"
                "                         minutes on Facebook); its column is then empty\n"
                "  --output TSV           write per-vertex workloads: vertex, greedy, mcmc, exact,\n"
@@ -69,6 +73,7 @@ bool Parse(int argc, char** argv, Options* o) {
       .Value("--seed", cli::Whole(&o->seed, 0, UINT64_MAX))
       .Value("--search-depth", cli::Whole(&o->search_depth, 0, UINT32_MAX))
       .Switch("--skip-rounds", [o] { o->skip_rounds = true; })
+      .Switch("--single-accept", [o] { o->multi_accept = false; })
       .Value("--output", cli::Text(&o->output));
   const cli::ParseOutcome outcome = flags.Parse(argc, argv);
   if (outcome == cli::ParseOutcome::kHelp) {
@@ -148,7 +153,10 @@ int main(int argc, char** argv) {
   rounds_row.seconds = rounds_stats.seconds;
   lumos::ThresholdStats threshold_stats;
   const lumos::Trimming threshold = lumos::Threshold(
-      greedy, {.seed = o.seed, .known_infeasible = lumos::KnownInfeasible(g.num_edges(), g.num_vertices())},
+      greedy,
+      {.seed = o.seed,
+       .known_infeasible = lumos::KnownInfeasible(g.num_edges(), g.num_vertices()),
+       .multi_accept = o.multi_accept},
       &threshold_stats);
   lumos::MethodStats threshold_row;
   threshold_row.moves = threshold_stats.reversals;

@@ -345,8 +345,11 @@ void ExpectThresholdRun(const Trimming& start, const Trimming& result, const Thr
     if (r.reversals > 0) {
       EXPECT_GE(r.root_relief, 1u);
     }
-    EXPECT_LE(r.reversals, r.reached) << "each reversal starts at a distinct reached device";
-    EXPECT_LE(r.longest_path, r.depth) << "a reversal follows the search tree upwards";
+    // A sink may accept several searches (one per sender), so reversals are
+    // bounded by the searches, not by the devices reached.
+    EXPECT_LE(r.reversals, r.messages / 2) << "each reversal answers a search of its own";
+    EXPECT_LE(r.longest_path, r.depth + 1)
+        << "a reversal follows the search tree upwards from the device a sink took an edge from";
     EXPECT_EQ(r.still_over, r.max_after > r.threshold);
     EXPECT_EQ(r.messages % 2, 0u) << "every search has its echo";
     if (r.roots == 0) {

@@ -72,7 +72,8 @@ Trimming Threshold(const Trimming& start, const ThresholdOptions& options, Thres
   std::vector<uint64_t> parent_edge(n);
   std::vector<uint32_t> depth(n);
   std::vector<uint8_t> reached(n), forwarded(n);
-  std::vector<uint32_t> order, queue, sinks;
+  std::vector<uint32_t> order, queue, room(n);
+  std::vector<std::pair<uint32_t, uint64_t>> accepts;  // (sink, edge it takes)
   order.reserve(n);
 
   ThresholdSchedule schedule(options.known_infeasible);
@@ -96,7 +97,8 @@ Trimming Threshold(const Trimming& start, const ThresholdOptions& options, Thres
       std::shuffle(queue.begin(), queue.end(), rng);
       r.roots = static_cast<uint32_t>(queue.size());
       for (uint32_t v : queue) reached[v] = 1;
-      sinks.clear();
+      accepts.clear();
+      std::fill(room.begin(), room.end(), 0);
       // Breadth first over kept edges, frozen for the search: every
       // message goes from a device that keeps the edge to the one it keeps.
       for (size_t head = 0; head < queue.size(); ++head) {
@@ -107,26 +109,34 @@ Trimming Threshold(const Trimming& start, const ThresholdOptions& options, Thres
           if (!t.keeps(x, e)) continue;
           const uint32_t y = g.other(e, x);
           r.messages += 2;  // the search and its echo
-          if (reached[y]) continue;
+          if (reached[y]) {
+            // A sink with room left takes this edge too (multi-accept).
+            if (options.multi_accept && room[y] > 0) {
+              --room[y];
+              accepts.push_back({y, e});
+            }
+            continue;
+          }
           reached[y] = 1;
           parent_edge[y] = e;
           depth[y] = depth[x] + 1;
           r.depth = std::max(r.depth, depth[y]);
           ++r.reached;
           if (t.workload(y) < T) {
-            sinks.push_back(y);
+            room[y] = T - t.workload(y) - 1;
+            accepts.push_back({y, e});
           } else {
             queue.push_back(y);
           }
         }
       }
       // Reversals climb from the sinks; a device passes on only the first.
-      std::shuffle(sinks.begin(), sinks.end(), rng);
-      for (uint32_t sink : sinks) {
+      std::shuffle(accepts.begin(), accepts.end(), rng);
+      for (const auto& [sink, first_edge] : accepts) {
         uint32_t y = sink;
+        uint64_t e = first_edge;
         uint32_t length = 0;
         for (;;) {
-          const uint64_t e = parent_edge[y];
           const uint32_t x = g.other(e, y);
           t.Set(e, KeptBy(g, e, y));  // y keeps the edge, then x drops it
           ++length;
@@ -137,6 +147,7 @@ Trimming Threshold(const Trimming& start, const ThresholdOptions& options, Thres
           if (forwarded[x]) break;  // x's workload falls by one
           forwarded[x] = 1;
           y = x;
+          e = parent_edge[x];
         }
         ++r.reversals;
         r.longest_path = std::max(r.longest_path, length);

@@ -136,6 +136,7 @@ class LumosTrimRole final : public device::Role {
   uint32_t threshold_ = 0;
   bool root_ = false;
   TrimPeer* parent_ = nullptr;
+  bool sink_ = false;          // first reached below the threshold: accepts while it stays below
   uint32_t awaiting_ = 0;      // searches of this step not answered yet
   uint32_t dues_ = 0;          // peers with a search or an echo to send
   bool child_reversed_ = false;

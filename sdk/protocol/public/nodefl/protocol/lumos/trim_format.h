@@ -21,9 +21,11 @@
 //     T (it keeps the parent's edge and answers kEcho with the reverse
 //     flag), or passes the search on to the neighbours it keeps and answers
 //     its parent once all of them answered. Every search is answered by one
-//     kEcho; a device answers searches after its first with a plain echo. A
-//     reverse echo from c means "c keeps our edge now": the receiver stops
-//     keeping it. A device passes at most one reverse echo to its parent.
+//     kEcho. A device that accepted goes on accepting later searches (each
+//     with a reverse echo) while its workload stays below T; otherwise a
+//     later search gets a plain echo. A reverse echo from c means "c keeps
+//     our edge now": the receiver stops keeping it. A device passes at most
+//     one reverse echo to its parent.
 //     Devices send kTrimStepOutcome: non-roots at once, roots when every
 //     search they sent is answered.
 //   kReport (the last round): each device sends its kept neighbours
