@@ -95,6 +95,17 @@ class Net {
     e.body.job_start.parameters.size = sizeof(params);
     return ::nodefl::testing::FrameTo(e, ++devs_[v]->seq);
   }
+  // The connection broke and came back (the server kept the session).
+  void Reconnect(uint32_t v) {
+    Dev& d = *devs_[v];
+    ASSERT_TRUE(d.session->Reconnect(3).ok());
+    d.session->ConsumeOutput(d.session->PendingOutput().size());  // Hello
+    d.seq = 0;
+    auto w = ::nodefl::testing::AddressedEnvelope(nodefl_wire_Envelope_welcome_tag, 0, 0);
+    w.body.welcome.resume_token.size = 32;
+    w.body.welcome.resumed = true;
+    Feed(v, w);
+  }
   // Only the device's own work: receive a prepared frame and poll.
   void Receive(uint32_t v, const std::vector<uint8_t>& frame) {
     size_t consumed = 0;
@@ -312,6 +323,19 @@ TEST(LumosTrimRoleTest, ReplaysStrangersAndGarbageAreCountedNotFollowed) {
   EXPECT_EQ(net.role(1).stats().messages_received, received);
   net.DeliverAll();
   EXPECT_TRUE(net.in_flight().empty());
+}
+
+TEST(LumosTrimRoleTest, AReconnectRepeatsTheStepOutcome) {
+  // The outcome may have died with the old connection; the server ignores
+  // a repeat of one it has.
+  Net net({{1}, {0}}, {{1}, {}});
+  net.StartAll(1, Ready());
+  net.StartAll(2, Drain(1, 5));
+  ASSERT_EQ(net.outcomes(1).size(), 1u);
+  net.Reconnect(1);
+  ASSERT_EQ(net.outcomes(1).size(), 2u);
+  EXPECT_EQ(net.outcomes(1)[1].step, 1u);
+  EXPECT_EQ(net.report_codes(1).size(), 2u);  // the ready report, repeated too
 }
 
 TEST(LumosTrimRoleTest, WithoutAGreedyResultTheJobIsRefused) {

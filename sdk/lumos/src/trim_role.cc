@@ -375,6 +375,7 @@ Status LumosTrimRole::SendOutcome(device::DeviceSession& session) {
   m.body.job_data.data.size = static_cast<pb_size_t>(*n);
   NODEFL_TRY(session.Send(m));
   outcome_due_ = false;
+  outcome_sent_step_ = step_;
   return Status::Ok();
 }
 
@@ -469,9 +470,11 @@ Status LumosTrimRole::OnPoll(uint64_t, device::DeviceSession& session) {
 }
 
 void LumosTrimRole::OnSessionRestart(bool) {
-  // Relayed messages queue at the server while a device is away; JobStarts
-  // and reports may be lost: repeat the latest report.
+  // Relayed messages queue at the server while a device is away; JobStarts,
+  // reports and the step's outcome may have died with the old connection:
+  // repeat them (the server ignores what it already has).
   report_.OnSessionRestart();
+  if (phase_ == Phase::kDraining && outcome_sent_step_ == step_ && step_ != 0) outcome_due_ = true;
 }
 
 }  // namespace nodefl::lumos

@@ -143,6 +143,7 @@ class LumosTrimRole final : public device::Role {
   bool subtree_done_ = false;
   uint32_t step_relief_ = 0;
   bool outcome_due_ = false;
+  uint32_t outcome_sent_step_ = 0;
   bool outcome_root_ = false;
   bool outcome_still_over_ = false;
   // The report round.
