@@ -132,6 +132,9 @@ void JobRunner::StartStage(std::vector<uint32_t> participants, const jobs::Job* 
   // Devices announce job keys for this job from its first round on.
   if (ctx_.job_keys != nullptr) ctx_.job_keys->BeginJob(job_id);
   const size_t count = participants.size();
+  // A later stage takes its devices from the stage before it (the job
+  // knows them; the runner passes none).
+  const bool from_previous = previous != nullptr && count == 0;
   const std::string& stage = stages_.at(stage_);
   std::unique_ptr<jobs::Job> job = jobs::MakeJob(ctx_.config, stage, job_id, std::move(participants), previous);
   previous_job_.reset();
@@ -146,7 +149,7 @@ void JobRunner::StartStage(std::vector<uint32_t> participants, const jobs::Job* 
                                  {"stage", stage_ + 1},
                                  {"stages", stages_.size()},
                                  {"rss_kib", CurrentRssKiB()},
-                                 {"participants", count}});
+                                 {"participants", from_previous ? std::string("previous stage's") : std::to_string(count)}});
   Dispatch(job_->Begin(NowMicros()));
   if (job_ && job_->finished()) FinishJob();
 }
