@@ -98,6 +98,12 @@ int main(int argc, char** argv) {
               f.relayed() * nodefl::server::jobs::LumosTrimJob::kSealedMessageBytes, f.coverage_checks(),
               f.Uncovered(), f.KeptTwice());
   std::printf("wall time %.1f s (one process, no network)\n", seconds);
+  std::printf("step threshold devices outcomes roots relief still_over deadline\n");
+  for (const auto& st : s.steps) {
+    std::printf("%4u %9u %7u %8u %5u %6llu %10d %8d\n", st.step, st.threshold, st.devices, st.outcomes, st.roots,
+                static_cast<unsigned long long>(st.relief), st.still_over ? 1 : 0, st.deadline ? 1 : 0);
+  }
+  std::printf("absent devices %zu\n", s.absent.size());
   for (const std::string& e : f.errors()) std::printf("error: %s\n", e.c_str());
   const bool ok = finished && f.errors().empty() && f.Uncovered() == 0 && s.max_workload == optimum &&
                   f.job().succeeded() == (aborted == 0);
