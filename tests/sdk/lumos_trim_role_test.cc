@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "heap_counter.h"
+#include "lumos_test_keys.h"
 #include "nodefl/core/little_endian.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/lumos/trim_binding.h"
@@ -34,14 +35,7 @@ using device::SessionOptions;
 constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
 constexpr uint64_t kJob = 0x2a;
 
-seal::PairKeys KeysFor(uint32_t a, uint32_t b) {
-  const uint32_t low = a < b ? a : b, high = a < b ? b : a;
-  uint8_t okm[2 * seal::kSealKeyBytes];
-  for (size_t i = 0; i < sizeof(okm); ++i) okm[i] = static_cast<uint8_t>(low * 29 + high * 3 + i);
-  seal::PairKeys k;
-  k.Assign(low, high, okm);
-  return k;
-}
+using testing::KeysFor;
 
 struct Sent {
   uint32_t from = 0, to = 0;

@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "lumos_test_keys.h"
 #include "nodefl/device/device_session.h"
 #include "nodefl/lumos/trim_binding.h"
 #include "nodefl/lumos/trim_role.h"
@@ -61,16 +62,7 @@ inline Graph MakeGraph(uint32_t n, std::vector<std::pair<uint32_t, uint32_t>> ed
   return g;
 }
 
-// Direction keys both ends derive the same way (the real ones come from the
-// secure-compare job's key exchange, which this harness does not run).
-inline seal::PairKeys KeysFor(uint32_t a, uint32_t b) {
-  const uint32_t low = std::min(a, b), high = std::max(a, b);
-  uint8_t okm[2 * seal::kSealKeyBytes];
-  for (size_t i = 0; i < sizeof(okm); ++i) okm[i] = static_cast<uint8_t>(low * 131 + high * 17 + i * 7 + 1);
-  seal::PairKeys k;
-  k.Assign(low, high, okm);
-  return k;
-}
+using testing::KeysFor;
 
 struct FleetOptions {
   uint64_t seed = 1;

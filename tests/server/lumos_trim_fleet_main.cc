@@ -70,13 +70,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const nodefl::dataset::Graph& dg = loaded.graph;
-  std::vector<std::pair<uint32_t, uint32_t>> edges;
-  for (uint32_t u = 0; u < dg.num_nodes; ++u) {
-    for (uint64_t i = dg.offsets[u]; i < dg.offsets[u + 1]; ++i) {
-      if (u < dg.neighbours[i]) edges.push_back({u, dg.neighbours[i]});
-    }
-  }
-  const fleet::Graph g = fleet::MakeGraph(dg.num_nodes, edges);
+  const fleet::Graph g = fleet::MakeGraph(dg.num_nodes, nodefl::dataset::UndirectedEdges(dg));
   namespace ref = nodefl::server::lumos;
   const uint32_t optimum = ref::Exact(ref::Greedy(ref::TrimGraph(g.n, g.edges))).max_workload();
   std::fprintf(stderr, "%s: %s, %u devices, %zu edges, optimum %u; building the fleet\n", kTool, dg.name.c_str(), g.n,

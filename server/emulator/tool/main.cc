@@ -21,6 +21,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "nodefl/core/sorted_search.h"
 #include "nodefl/emulator/emulated_device.h"
 #include "nodefl/host/cli/flag_parser.h"
 #include "nodefl/host/dataset/graph_dataset.h"
@@ -512,10 +513,9 @@ int main(int argc, char** argv) {
     const auto keeps = [&roles](uint32_t a, uint32_t b) {
       auto it = roles.find(a);
       if (it == roles.end() || it->second == nullptr) return false;
-      for (const nodefl::lumos::TrimPeer& p : it->second->peers()) {
-        if (p.id == b) return p.keep;
-      }
-      return false;
+      const nodefl::lumos::TrimPeer* p =
+          nodefl::FindSorted(it->second->peers(), b, [](const nodefl::lumos::TrimPeer& x) { return x.id; });
+      return p != nullptr && p->keep;
     };
     for (auto& d : devices) {
       const nodefl::lumos::LumosTrimRole* r = d->trim_role();

@@ -16,7 +16,7 @@ namespace tf = nodefl::lumos;
 namespace {
 
 constexpr uint32_t kRoundReady = 1;
-constexpr size_t kIdsPerRecord = 4096 / 4;  // JobData.data (envelope.options)
+constexpr size_t kIdsPerRecord = sizeof(nodefl_wire_JobData{}.data.bytes) / 4;
 
 double Seconds(uint64_t from_us, uint64_t to_us) { return static_cast<double>(to_us - from_us) / 1e6; }
 

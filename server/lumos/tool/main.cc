@@ -117,14 +117,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const nodefl::dataset::Graph& dg = loaded.graph;
-  std::vector<std::pair<uint32_t, uint32_t>> edges;
-  edges.reserve(dg.num_edges);
-  for (uint32_t u = 0; u < dg.num_nodes; ++u) {
-    for (uint64_t i = dg.offsets[u]; i < dg.offsets[u + 1]; ++i) {
-      if (u < dg.neighbours[i]) edges.push_back({u, dg.neighbours[i]});
-    }
-  }
-  const lumos::TrimGraph g(dg.num_nodes, edges);
+  const lumos::TrimGraph g(dg.num_nodes, nodefl::dataset::UndirectedEdges(dg));
   if (!g.valid()) {
     std::fprintf(stderr, "%s: %s: %s\n", kTool, o.graph.c_str(), g.error().c_str());
     return 1;

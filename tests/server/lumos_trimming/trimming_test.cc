@@ -273,10 +273,7 @@ TEST(LumosTrimmingTest, GreedyEqualsTheSecureCompareJobsPlaintextRule) {
     if (!std::filesystem::exists(dir)) GTEST_SKIP() << dir << " missing";
     const auto loaded = dataset::LoadGraph(dir);
     ASSERT_TRUE(loaded.ok) << loaded.error;
-    Edges edges;
-    for (uint32_t u = 0; u < loaded.graph.num_nodes; ++u)
-      for (uint64_t i = loaded.graph.offsets[u]; i < loaded.graph.offsets[u + 1]; ++i)
-        if (u < loaded.graph.neighbours[i]) edges.push_back({u, loaded.graph.neighbours[i]});
+    const Edges edges = dataset::UndirectedEdges(loaded.graph);
     TrimGraph g(loaded.graph.num_nodes, edges);
     check(g);
     const Trimming exact = Exact(Greedy(g));
@@ -430,14 +427,10 @@ void ExpectRoundsInvariants(const RoundsStats& s) {
 
 Edges LoadEdges(const char* name, uint32_t* n) {
   const auto loaded = dataset::LoadGraph(std::filesystem::path(NODEFL_DATASETS_DIR) / name);
-  Edges edges;
   *n = 0;
-  if (!loaded.ok) return edges;
+  if (!loaded.ok) return {};
   *n = loaded.graph.num_nodes;
-  for (uint32_t u = 0; u < loaded.graph.num_nodes; ++u)
-    for (uint64_t i = loaded.graph.offsets[u]; i < loaded.graph.offsets[u + 1]; ++i)
-      if (u < loaded.graph.neighbours[i]) edges.push_back({u, loaded.graph.neighbours[i]});
-  return edges;
+  return dataset::UndirectedEdges(loaded.graph);
 }
 
 TEST(LumosRoundsTest, ReachesTheOptimumOnRandomGraphs) {

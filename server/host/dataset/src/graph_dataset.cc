@@ -190,4 +190,15 @@ Graph GeneratePlantedPartition(uint32_t communities, uint32_t block_size, double
   return g;
 }
 
+std::vector<std::pair<uint32_t, uint32_t>> UndirectedEdges(const Graph& g) {
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  edges.reserve(g.num_edges);
+  for (uint32_t u = 0; u < g.num_nodes; ++u) {
+    for (uint64_t i = g.offsets[u]; i < g.offsets[u + 1]; ++i) {
+      if (u < g.neighbours[i]) edges.push_back({u, g.neighbours[i]});
+    }
+  }
+  return edges;
+}
+
 }  // namespace nodefl::dataset

@@ -50,9 +50,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Which endpoint keeps edge e after `v` takes it over from the other one.
-Keeper KeptBy(const TrimGraph& g, uint64_t e, uint32_t v) { return g.a(e) == v ? Keeper::kA : Keeper::kB; }
-
 }  // namespace
 
 Trimming Threshold(const Trimming& start, const ThresholdOptions& options, ThresholdStats* stats) {
@@ -62,9 +59,7 @@ Trimming Threshold(const Trimming& start, const ThresholdOptions& options, Thres
   s = ThresholdStats{};
   Trimming t = start;
   const TrimGraph& g = t.graph();
-  for (uint64_t e = 0; e < g.num_edges(); ++e) {
-    if (t.keeper(e) == Keeper::kBoth) t.Set(e, Keeper::kB);  // a < b: a drops it
-  }
+  t.DropTiesByLowerEndpoint();
   const uint32_t n = g.num_vertices();
   std::mt19937_64 rng(options.seed);
 
@@ -138,7 +133,7 @@ Trimming Threshold(const Trimming& start, const ThresholdOptions& options, Thres
         uint32_t length = 0;
         for (;;) {
           const uint32_t x = g.other(e, y);
-          t.Set(e, KeptBy(g, e, y));  // y keeps the edge, then x drops it
+          t.MoveAway(x, e);  // y keeps the edge, then x drops it
           ++length;
           if (parent_edge[x] == kNone) {  // a root
             ++r.root_relief;

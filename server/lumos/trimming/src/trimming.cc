@@ -103,6 +103,12 @@ void Trimming::MoveAway(uint32_t u, uint64_t e) {
   Set(e, g_->a(e) == u ? Keeper::kB : Keeper::kA);
 }
 
+void Trimming::DropTiesByLowerEndpoint() {
+  for (uint64_t e = 0; e < keep_.size(); ++e) {
+    if (keep_[e] == Keeper::kBoth) Set(e, Keeper::kB);  // a < b: a drops it
+  }
+}
+
 std::string Trimming::CheckInvariant(bool exactly_once) const {
   std::vector<uint32_t> count(g_->num_vertices(), 0);
   for (uint64_t e = 0; e < g_->num_edges(); ++e) {
@@ -371,9 +377,7 @@ Trimming Rounds(const Trimming& start, const RoundsOptions& options, RoundsStats
   s = RoundsStats{};
   Trimming next = start;
   const TrimGraph& g = next.graph();
-  for (uint64_t e = 0; e < g.num_edges(); ++e) {
-    if (next.keeper(e) == Keeper::kBoth) next.Set(e, Keeper::kB);  // a < b: a drops it
-  }
+  next.DropTiesByLowerEndpoint();
   Rng rng(options.seed);
   const uint32_t n = g.num_vertices();
   const auto record = [&](uint64_t moved, bool search) {

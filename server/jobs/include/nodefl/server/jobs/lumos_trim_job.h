@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "nodefl/protocol/limits.h"
 #include "nodefl/protocol/lumos/trim_format.h"
 #include "nodefl/server/jobs/job.h"
 #include "nodefl/server/lumos/trimming/threshold.h"
@@ -113,7 +114,7 @@ class LumosTrimJob final : public Job {
   std::map<uint32_t, uint32_t> Workloads() const;
 
   // Wire size of one relayed trimming message (sealed), for byte counts.
-  static constexpr uint64_t kSealedMessageBytes = nodefl::lumos::kTrimMessageBytes + 32;
+  static constexpr uint64_t kSealedMessageBytes = nodefl::lumos::kTrimMessageBytes + protocol::kSealedOverheadBytes;
 
  private:
   enum class Phase { kIdle, kReady, kDraining, kReport, kFinished };

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nodefl::dataset {
@@ -46,6 +47,9 @@ struct LoadResult {
 // optional). Duplicate edges and self loops are errors, as the layout
 // promises there are none; the node count is max id + 1 over all files.
 LoadResult LoadGraph(const std::filesystem::path& directory);
+
+// Every undirected edge once, as (u, v) with u < v, in order of u then v.
+std::vector<std::pair<uint32_t, uint32_t>> UndirectedEdges(const Graph& g);
 
 // A deterministic planted-partition graph (for demos without the shared
 // datasets): `communities` blocks of `block_size` nodes, edge probability

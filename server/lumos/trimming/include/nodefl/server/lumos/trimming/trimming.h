@@ -77,6 +77,9 @@ class Trimming {
   // Eq. 16: u gives up edge e (which it keeps); the other endpoint keeps it
   // (already did if the edge was kept by both).
   void MoveAway(uint32_t u, uint64_t e);
+  // Edges kept by both endpoints (greedy ties) are dropped by the lower
+  // id, as the devices do before trimming (both learned the tie in Alg. 1).
+  void DropTiesByLowerEndpoint();
 
   // "" when every edge is kept by at least one endpoint and every workload
   // equals the count of kept edges; with `exactly_once`, also no edge is kept
