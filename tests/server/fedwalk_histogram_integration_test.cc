@@ -99,8 +99,18 @@ TEST(FedWalkStrictKarateTest, OneReleasePerDeviceServerSideWalksAndNothingBetwee
   const std::string log = f.server->LogText();
   EXPECT_TRUE(LogHasLine(log, "job_finished",
                          {"kind=fedwalk-histograms", "verified=true", "partition=random", "releases=1",
-                          "clusters=34", "completed=34", "walks=340", "tokens=13600", "protocol_errors=0"}))
+                          "clusters=34", "completed=34", "walks=340", "protocol_errors=0"}))
       << log;
+  // 340 walks of 40 vertices, less what dead ends cut: a walk stops early
+  // at a vertex whose noised row kept no positive cell (karate has a
+  // degree-1 vertex, and the device's own entropy draws the noise, so a
+  // run may have none or a few). Each dead end loses 1 to 39 tokens.
+  const auto tokens = LogNumber(log, "job_finished", "tokens");
+  const auto dead_ends = LogNumber(log, "job_finished", "dead_ends");
+  ASSERT_TRUE(tokens.has_value() && dead_ends.has_value()) << log;
+  EXPECT_LE(*tokens, 13600u - *dead_ends);
+  EXPECT_GE(*tokens, 13600u - 39u * *dead_ends);
+  EXPECT_LT(*dead_ends, 340u);
   EXPECT_TRUE(LogHasLine(log, "privacy_ledger", {"phase=fedwalk-histograms", "devices_over_plan=0"})) << log;
   // Nothing between devices: no sealed message, no walk message.
   EXPECT_EQ(f.stats.sealed_sent.load(), 0u);

@@ -148,6 +148,28 @@ bool LogHasLine(std::string_view log_text, std::string_view event, const std::ve
   return false;
 }
 
+std::optional<uint64_t> LogNumber(std::string_view log_text, std::string_view event, std::string_view key) {
+  const std::string event_token = "event=" + std::string(event);
+  const std::string prefix = " " + std::string(key) + "=";
+  size_t begin = 0;
+  while (begin < log_text.size()) {
+    size_t end = log_text.find('\n', begin);
+    if (end == std::string_view::npos) end = log_text.size();
+    const std::string_view line = log_text.substr(begin, end - begin);
+    begin = end + 1;
+    if (!LineHasToken(line, event_token)) continue;
+    const size_t at = line.find(prefix);
+    if (at == std::string_view::npos) return std::nullopt;
+    size_t i = at + prefix.size();
+    if (i >= line.size() || line[i] < '0' || line[i] > '9') return std::nullopt;
+    uint64_t value = 0;
+    for (; i < line.size() && line[i] >= '0' && line[i] <= '9'; ++i) value = value * 10 + static_cast<uint64_t>(line[i] - '0');
+    if (i < line.size() && line[i] != ' ') return std::nullopt;
+    return value;
+  }
+  return std::nullopt;
+}
+
 // ---- ServerUnderTest -------------------------------------------------------------
 
 ServerUnderTest::ServerUnderTest(const server::ServerConfig& config, const std::filesystem::path& log_path)

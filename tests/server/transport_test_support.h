@@ -118,6 +118,10 @@ class TestDeployment {
 // as whole logfmt tokens, so "peer=127.0.0.1:4000" does not match port 40001).
 bool LogHasLine(std::string_view log_text, std::string_view event, const std::vector<std::string>& fields);
 
+// The unsigned integer value of `key` on the first line with `event=<event>`;
+// nullopt if there is no such line, no such key, or the value is not a number.
+std::optional<uint64_t> LogNumber(std::string_view log_text, std::string_view event, std::string_view key);
+
 // Creates the server from `config` (logging at debug level into
 // `log_path`) and runs Server::Run() on its own thread.
 class ServerUnderTest {
