@@ -14,6 +14,7 @@
 #include "nodefl/client/device_pump.h"
 #include "nodefl/crypto/rng.h"
 #include "nodefl/compare/compare_sizing.h"
+#include "nodefl/lumos/mcmc_binding.h"
 #include "nodefl/lumos/trim_binding.h"
 #include "nodefl/core/storage_plan.h"
 #include "nodefl/echo/echo_sizing.h"
@@ -130,6 +131,10 @@ Status EmulatedDevice::Init() {
   lumos::TrimSizing trim_sizing;
   trim_sizing.neighbours = neighbours;
   if (trims) NODEFL_TRY(add(lumos::Plan(trim_sizing)));
+  lumos::McmcSizing mcmc_sizing;
+  mcmc_sizing.neighbours = neighbours;
+  mcmc_sizing.contexts = fleet_.compare_contexts;
+  if (trims) NODEFL_TRY(add(lumos::Plan(mcmc_sizing)));
   arena_buffer_.resize(device_plan.ArenaBytes());
   Arena arena{ByteSpan(arena_buffer_)};
 
@@ -186,15 +191,37 @@ Status EmulatedDevice::Init() {
     trim_role_ = std::make_unique<lumos::LumosTrimRole>(setup_.id, trim_storage_.peers.span());
     NODEFL_TRY(trim_role_->Init());
     NODEFL_TRY(session_->AddRole(*trim_role_));
+    NODEFL_TRY_ASSIGN(mcmc_storage_, lumos::Carve(arena, mcmc_sizing));
+    for (uint32_t i = 0; i < neighbours; ++i) {
+      mcmc_storage_.peers[i].id = mcmc_storage_.neighbour_keys[i].id = setup_.neighbours[i];
+    }
+    mcmc_role_ = std::make_unique<lumos::LumosMcmcRole>(
+        setup_.id, mcmc_storage_.peers.span(), mcmc_storage_.neighbour_keys.span(), mcmc_storage_.cache.span(),
+        mcmc_storage_.contexts.span(), credentials_, &crypto::DrbgRandom, &drbg_);
+    if (fleet_.shared_pair_keys != nullptr) mcmc_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
+    NODEFL_TRY(mcmc_role_->Init());
+    NODEFL_TRY(session_->AddRole(*mcmc_role_));
   }
   return Status::Ok();
+}
+
+std::vector<std::pair<uint32_t, bool>> EmulatedDevice::LumosOrientation() const {
+  std::vector<std::pair<uint32_t, bool>> out;
+  if (mcmc_role_ && mcmc_role_->finished()) {
+    for (const lumos::McmcPeer& p : mcmc_role_->peers()) out.push_back({p.id, p.keep});
+  } else if (trim_role_) {
+    for (const lumos::TrimPeer& p : trim_role_->peers()) out.push_back({p.id, p.keep});
+  }
+  return out;
 }
 
 bool EmulatedDevice::finished() const {
   if (histogram_role_) return histogram_role_->finished();
   if (fleet_.job == "fedwalk") return walk_role_ && walk_role_->finished();
   if (fleet_.job == "secure-compare") return compare_role_ && compare_role_->finished();
-  if (fleet_.job == "lumos-trees") return trim_role_ && trim_role_->finished();
+  if (fleet_.job == "lumos-trees") {
+    return (trim_role_ && trim_role_->finished()) || (mcmc_role_ && mcmc_role_->finished());
+  }
   if (fleet_.job == "fedwalk-hct") return hct_role_ && hct_role_->finished();
   return role_ && role_->finished();
 }
@@ -518,7 +545,10 @@ void EmulatedDevice::NoteProgress() {
     // message, which the server sends only after every device reported).
     if (!trim_bound_ && compare_role_ && compare_role_->finished()) {
       trim_bound_ = true;
-      const Status bound = lumos::BindGreedy(*compare_role_, setup_.id, trim_storage_.peers.span(), *trim_role_);
+      // Both stages' roles are bound; the plan runs one. The trimming role
+      // takes the comparison keys over; the MCMC role needs the outcomes only.
+      Status bound = lumos::BindGreedy(*compare_role_, setup_.id, trim_storage_.peers.span(), *trim_role_);
+      if (bound.ok()) bound = lumos::BindMcmcGreedy(*compare_role_, mcmc_storage_.peers.span(), *mcmc_role_);
       if (bound.ok()) {
         fleet_.stats->trim_bound.fetch_add(1);
       } else {
@@ -531,6 +561,13 @@ void EmulatedDevice::NoteProgress() {
                                           (trim_reported_.searches_sent + trim_reported_.echoes_sent));
     fleet_.stats->trim_steps.fetch_add(t.steps - trim_reported_.steps);
     trim_reported_ = t;
+  }
+  if (mcmc_role_) {
+    const auto& m = mcmc_role_->stats();
+    if (m.messages_sent < mcmc_reported_.messages_sent) mcmc_reported_ = {};  // a new job began
+    fleet_.stats->trim_messages.fetch_add(m.messages_sent - mcmc_reported_.messages_sent);
+    fleet_.stats->trim_steps.fetch_add(m.moves - mcmc_reported_.moves);
+    mcmc_reported_ = m;
   }
   if (finished() && !counted_finished_) {
     if (hct_role_->finished()) fleet_.stats->hct_codebook_rows.fetch_add(h.codebook_rows_kept);

@@ -80,8 +80,9 @@ void PrintHelp() {
       "                           neighbour-echo (default), fedwalk-hct, fedwalk (with\n"
       "                           --fedwalk-mode), fedwalk-histograms (strict FedWalk by\n"
       "                           name), secure-compare (Lumos greedy initialisation by\n"
-      "                           secure comparisons) or lumos-trees (greedy, then trimming\n"
-      "                           to the optimal workload; docs/lumos.md)\n"
+      "                           secure comparisons) or lumos-trees (greedy, then trimming:\n"
+      "                           the exact method or the paper's MCMC, as the server's\n"
+      "                           lumos_method says; docs/lumos.md)\n"
       "  --fedwalk-mode M         fedwalk: the server's fedwalk_mode: strict (default; the\n"
       "                           devices upload noised cluster histograms, the server walks)\n"
       "                           or paper (tree, then device-to-device walks; implies\n"
@@ -508,27 +509,28 @@ int main(int argc, char** argv) {
   uint64_t uncovered = 0, kept_twice = 0, edges_seen = 0, workload_sum = 0;
   uint32_t max_workload = 0;
   if (lumos) {
-    std::unordered_map<uint32_t, const nodefl::lumos::LumosTrimRole*> roles;
-    for (auto& d : devices) roles[d->id()] = d->trim_role();
-    const auto keeps = [&roles](uint32_t a, uint32_t b) {
-      auto it = roles.find(a);
-      if (it == roles.end() || it->second == nullptr) return false;
-      const nodefl::lumos::TrimPeer* p =
-          nodefl::FindSorted(it->second->peers(), b, [](const nodefl::lumos::TrimPeer& x) { return x.id; });
-      return p != nullptr && p->keep;
+    std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, bool>>> kept;
+    for (auto& d : devices) kept[d->id()] = d->LumosOrientation();
+    const auto keeps = [&kept](uint32_t a, uint32_t b) {
+      auto it = kept.find(a);
+      if (it == kept.end()) return false;
+      const auto* p = nodefl::FindSorted(nodefl::Span<const std::pair<uint32_t, bool>>(it->second.data(), it->second.size()),
+                                         b, [](const std::pair<uint32_t, bool>& x) { return x.first; });
+      return p != nullptr && p->second;
     };
     for (auto& d : devices) {
-      const nodefl::lumos::LumosTrimRole* r = d->trim_role();
-      if (r == nullptr) continue;
-      max_workload = std::max(max_workload, r->workload());
-      workload_sum += r->workload();
-      for (const nodefl::lumos::TrimPeer& p : r->peers()) {
-        if (p.id < d->id()) continue;  // each edge once
+      const auto& mine = kept[d->id()];
+      uint32_t workload = 0;
+      for (const auto& [peer, keep] : mine) {
+        workload += keep ? 1u : 0u;
+        if (peer < d->id()) continue;  // each edge once
         ++edges_seen;
-        const bool a = p.keep, b = keeps(p.id, d->id());
+        const bool a = keep, b = keeps(peer, d->id());
         if (!a && !b) ++uncovered;
         if (a && b) ++kept_twice;
       }
+      max_workload = std::max(max_workload, workload);
+      workload_sum += workload;
     }
   }
   const bool verified = lumos     ? unfinished == 0 && stats.compare_aborted.load() == 0 && uncovered == 0

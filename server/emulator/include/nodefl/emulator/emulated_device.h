@@ -31,6 +31,8 @@
 #include "nodefl/compare/compare_role.h"
 #include "nodefl/compare/compare_sizing.h"
 #include "nodefl/echo/echo_sizing.h"
+#include "nodefl/lumos/mcmc_role.h"
+#include "nodefl/lumos/mcmc_sizing.h"
 #include "nodefl/lumos/trim_role.h"
 #include "nodefl/lumos/trim_sizing.h"
 #include "nodefl/fedwalk/walk_sizing.h"
@@ -182,6 +184,11 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   const fedwalk::FedWalkHistogramRole* histogram_role() const { return histogram_role_.get(); }
   const compare::SecureCompareRole* compare_role() const { return compare_role_.get(); }
   const lumos::LumosTrimRole* trim_role() const { return trim_role_.get(); }
+  const lumos::LumosMcmcRole* mcmc_role() const { return mcmc_role_.get(); }
+  // Job "lumos-trees": the orientation the trimming stage left (the MCMC
+  // role's when that stage ran, else the exact method's): (neighbour, kept
+  // here) in neighbour order.
+  std::vector<std::pair<uint32_t, bool>> LumosOrientation() const;
   const char* last_error() const { return last_error_.c_str(); }
 
  private:
@@ -262,6 +269,11 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   std::unique_ptr<lumos::LumosTrimRole> trim_role_;
   bool trim_bound_ = false;
   lumos::LumosTrimRole::Stats trim_reported_{};
+  // The paper's MCMC (the same plan with lumos_method=mcmc): served next to
+  // the exact method's role; the server's plan decides which job runs.
+  lumos::McmcArenaStorage mcmc_storage_;
+  std::unique_ptr<lumos::LumosMcmcRole> mcmc_role_;
+  lumos::LumosMcmcRole::Stats mcmc_reported_{};
 
   bool connection_up_ = false;
   bool stopping_ = false;

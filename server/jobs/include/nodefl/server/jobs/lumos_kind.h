@@ -3,7 +3,8 @@
 // The lumos-trees plan's options and registration (job_catalog.h): Lumos's
 // heterogeneity-aware tree constructor, greedy initialisation by secure
 // comparisons (the secure-compare job, its compare_* options apply) and
-// then trimming to the optimal workload (lumos_trim_job.h).
+// then trimming, either exactly to the optimal workload (lumos_trim_job.h)
+// or by the paper's MCMC over secure comparisons (lumos_mcmc_job.h).
 #pragma once
 
 #include <cstdint>
@@ -20,11 +21,14 @@ struct LumosJobConfig {
   // drains' root bits only, docs/privacy.md); paper: both are reported, and
   // the server checks every edge's coverage itself.
   std::string privacy = "strict";
-  // exact: drains to public thresholds (docs/lumos.md). The paper's MCMC
-  // (Lumos Alg. 2 and 3) runs in the plaintext reference only
-  // (nodefl-lumos-trim-reference); over secure comparisons it is not built.
+  // exact: drains to public thresholds (docs/lumos.md). mcmc: the paper's
+  // Lumos Alg. 2 and 3 with every workload comparison a secure two-party
+  // comparison (lumos_mcmc_job.h); paper privacy only, because the server
+  // learns every comparison result (Alg. 3 needs them public).
   std::string method = "exact";
-  uint32_t step_deadline_ms = 120000;
+  uint32_t step_deadline_ms = 120000;  // one drain step; mcmc: one comparison step, move or revert
+  uint32_t mcmc_iterations = 300;      // Lumos Alg. 2's T (the paper's LastFM setting)
+  uint64_t mcmc_seed = 0;              // the server's picks and Eq. 18 draws; 0: random
 };
 
 template <>
