@@ -4,7 +4,9 @@
 # lumos-trees job: secure-compare (Lumos Alg. 1, the greedy initialisation by
 # one secure two-party comparison of round(ln degree) per edge), then
 # lumos-trim (drains to public thresholds until the maximum workload, the
-# neighbours a device keeps, is the optimum; docs/lumos.md). The plaintext
+# neighbours a device keeps, is the optimum; docs/lumos.md) or, with
+# --method mcmc, lumos-mcmc (the paper's Alg. 2 and 3 with every workload
+# comparison a secure two-party comparison; paper mode only). The plaintext
 # reference (nodefl-lumos-trim-reference: greedy, the paper's MCMC, exact)
 # says what the optimum is.
 #
@@ -19,8 +21,12 @@
 #                          kept lists on the devices; paper reports both and the
 #                          server checks coverage (greedy-init.tsv,
 #                          lumos-trees.tsv)
-#   --mcmc-iterations N    the reference's MCMC iterations (default as Lumos
-#                          Sec. VI-A: 300 for lastfm, 1000 otherwise)
+#   --method M             exact (default) or mcmc; mcmc runs paper mode only
+#                          and costs about 3 s per iteration on karate here
+#                          (docs/benchmarks.md): give --mcmc-iterations
+#   --mcmc-iterations N    MCMC iterations of the reference and, with --method
+#                          mcmc, of the job (default as Lumos Sec. VI-A: 300
+#                          for lastfm, 1000 otherwise)
 #   --build-dir DIR        build and use binaries in DIR (default build/host)
 #   --no-build             use the binaries already in the build folder
 #   --no-install           skip the apt step
@@ -36,14 +42,16 @@
 # beside the reference's greedy, MCMC and exact rows, and the CDF plot
 # (python3-matplotlib; skipped with a note without it).
 # Exit status: 0 when every job finished verified, the emulator printed
-# VERIFIED and every mode's maximum workload equals the exact optimum;
+# VERIFIED and every mode's maximum workload equals the exact optimum (for
+# --method mcmc: no edge uncovered; the paper's MCMC need not reach it);
 # 1 otherwise; 2 for bad arguments.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 graph=../shared/datasets/karate
 out=
-modes="strict paper"
+modes=
+method=exact
 mcmc=
 build=1
 build_dir=build/host
@@ -54,11 +62,12 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 die() { echo "run-lumos.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --graph|--out|--modes|--mode|--mcmc-iterations|--build-dir)
+    --graph|--out|--modes|--mode|--method|--mcmc-iterations|--build-dir)
       [[ $# -ge 2 ]] || die "$1 needs a value (see --help)" ;;&
     --graph) graph=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --modes|--mode) modes=$2; shift 2 ;;
+    --method) method=$2; shift 2 ;;
     --mcmc-iterations) mcmc=$2; shift 2 ;;
     --build-dir) build_dir=$2; shift 2 ;;
     --no-build) build=0; shift ;;
@@ -71,9 +80,13 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -d $graph ]] || die "no dataset folder '$graph' (--graph DIR: a folder with edges.tsv)"
 [[ -f $graph/edges.tsv ]] || die "no edges.tsv in '$graph' (--graph DIR: a dataset in the shared TSV layout)"
-[[ -n ${modes// /} ]] || die "--modes is empty"
+[[ $method == exact || $method == mcmc ]] || die "--method is exact or mcmc, not '$method'"
+if [[ -z ${modes// /} ]]; then
+  if [[ $method == mcmc ]]; then modes=paper; else modes="strict paper"; fi
+fi
 for mode in $modes; do
   [[ $mode == strict || $mode == paper ]] || die "modes are strict and paper, not '$mode'"
+  [[ $method == exact || $mode == paper ]] || die "--method mcmc runs in paper mode only (the server learns every comparison result)"
 done
 name=$(basename "$graph")
 if [[ -z $mcmc ]]; then
@@ -181,6 +194,7 @@ for mode in $modes; do
       --max_devices $((n + 100)) --job lumos-trees --lumos_privacy "$mode" --exit_after_jobs 1 \
       --idle_timeout_ms 3600000 --heartbeat_interval_ms 600000 --job_round_deadline_ms 1800000 \
       --compare_session_timeout_ms 3600000 --lumos_step_deadline_ms 1800000 \
+      --lumos_method "$method" --lumos_mcmc_iterations "$mcmc" \
       --output_dir "$out" "${server_args[@]}" >/dev/null 2>"$log" &
     server_pid=$!
     for _ in $(seq 100); do
@@ -206,7 +220,9 @@ for mode in $modes; do
   emu() { grep -E '^lumos-trees:' "$out/emulator.txt" | grep -oE "$1 [0-9.]+" | head -1 | awk '{ print $NF }'; }
   sum() { awk -v s="$*" 'BEGIN { n = split(s, a, " "); for (i = 1; i <= n; i++) t += a[i]; printf "%.3f", t }'; }
   fmt() { [[ -n $1 ]] && printf '%.3f' "$1" || echo "-"; }
-  for kind in secure-compare lumos-trim; do
+  stage=lumos-trim
+  [[ $method == mcmc ]] && stage=lumos-mcmc
+  for kind in secure-compare $stage; do
     if ! grep -qE "event=job_finished .*kind=$kind " "$log"; then
       echo "run-lumos.sh: the server log has no job_finished for $kind ($log)"
       run=1
@@ -223,12 +239,25 @@ for mode in $modes; do
     "$(field secure-compare bytes) bytes in $(field secure-compare messages) messages, $sc_seconds s" \
     "(requests $(fmt "$(field secure-compare seconds_requests)") + sessions $(fmt "$(field secure-compare seconds_sessions)")" \
     "+ report $(fmt "$(field secure-compare seconds_report)"))"
-  echo "-- trimming, lumos-trim: $(field lumos-trim steps) steps, $(field lumos-trim drains) drain(s)" \
-    "(thresholds $(field lumos-trim thresholds)), $(field lumos-trim messages) messages," \
-    "$(field lumos-trim sealed_bytes) sealed bytes, $(field lumos-trim secure_comparisons) secure comparisons," \
-    "$tr_seconds s (drains $(fmt "$(field lumos-trim seconds_drains)"))"
-  g_max=$(field lumos-trim greedy_max_workload); g_mean=$(fmt "$(field lumos-trim greedy_mean_workload)")
-  t_max=$(field lumos-trim max_workload); t_mean=$(fmt "$(field lumos-trim mean_workload)")
+  if [[ $method == exact ]]; then
+    echo "-- trimming, lumos-trim: $(field lumos-trim steps) steps, $(field lumos-trim drains) drain(s)" \
+      "(thresholds $(field lumos-trim thresholds)), $(field lumos-trim messages) messages," \
+      "$(field lumos-trim sealed_bytes) sealed bytes, $(field lumos-trim secure_comparisons) secure comparisons," \
+      "$tr_seconds s (drains $(fmt "$(field lumos-trim seconds_drains)"))"
+  else
+    stop=$(grep -E "event=job_finished .*kind=lumos-mcmc " "$log" | sed -n 's/.* stop_reason="\([^"]*\)".*/\1/p' | head -1)
+    tr_seconds=$(sum "$(field lumos-mcmc seconds_keys) $(field lumos-mcmc seconds_iterations) $(field lumos-mcmc seconds_report)")
+    echo "-- trimming, lumos-mcmc (Alg. 2/3): $(field lumos-mcmc iterations) of $(field lumos-mcmc iterations_asked)" \
+      "iterations (accepted $(field lumos-mcmc accepted), rejected $(field lumos-mcmc rejected), skipped" \
+      "$(field lumos-mcmc skipped); by f' - f: lower $(field lumos-mcmc accepted_lower), equal" \
+      "$(field lumos-mcmc accepted_equal), higher $(field lumos-mcmc accepted_higher) accepted/asked)," \
+      "$(field lumos-mcmc comparisons) secure comparisons ($(field lumos-mcmc sessions_aborted) aborted," \
+      "$(field lumos-mcmc session_bytes) bytes), $(field lumos-mcmc messages) messages, $tr_seconds s" \
+      "${stop:+; stopped: $stop}"
+  fi
+  if [[ $method == exact ]]; then g_max=$(field lumos-trim greedy_max_workload); else g_max=$(field lumos-mcmc greedy_max); fi
+  g_mean=$(fmt "$(field $stage greedy_mean_workload)")
+  t_max=$(field $stage max_workload); t_mean=$(fmt "$(field $stage mean_workload)")
   echo "-- workload: after greedy max ${g_max:--}, mean $g_mean (reference greedy: $(refrow greedy 2), $(refrow greedy 3));" \
     "after trimming max ${t_max:--}, mean $t_mean"
   wl=$out/lumos-workloads.tsv
@@ -243,7 +272,11 @@ for mode in $modes; do
     run=1
   fi
   coverage="devices: $(emu edges) edges, $(emu uncovered) uncovered, $(emu 'kept by both ends') kept by both ends, max $(emu 'workload max')"
-  [[ $mode == paper ]] && coverage+="; server (kept lists): $(field lumos-trim uncovered_edges) uncovered, $(field lumos-trim unverified_edges) unverified"
+  if [[ $method == exact && $mode == paper ]]; then
+    coverage+="; server (kept lists): $(field lumos-trim uncovered_edges) uncovered, $(field lumos-trim unverified_edges) unverified"
+  elif [[ $method == mcmc ]]; then
+    coverage+="; server (kept lists): $(field lumos-mcmc uncovered) uncovered, $(field lumos-mcmc unverified_edges) unverified"
+  fi
   result=$(grep -E '^result:' "$out/emulator.txt" || true)
   if [[ $result == "result: VERIFIED"* ]]; then
     coverage+="; VERIFIED"
@@ -254,17 +287,24 @@ for mode in $modes; do
   echo "-- coverage: $coverage"
   reaches=no
   [[ -n $t_max && $t_max == "$optimum" ]] && reaches=yes
-  echo "-- optimum: exact $optimum (reference, ceil of the maximum density); the server's optimum" \
-    "$(field lumos-trim optimum), certified $(field lumos-trim certified); max workload ${t_max:--}:" \
-    "reaches the optimum: $reaches"
-  [[ $reaches == yes ]] || run=1
+  if [[ $method == exact ]]; then
+    echo "-- optimum: exact $optimum (reference, ceil of the maximum density); the server's optimum" \
+      "$(field lumos-trim optimum), certified $(field lumos-trim certified); max workload ${t_max:--}:" \
+      "reaches the optimum: $reaches"
+    [[ $reaches == yes ]] || run=1
+  else
+    echo "-- optimum: exact $optimum (reference); the paper's MCMC reached max workload ${t_max:--}" \
+      "(the plaintext reference's MCMC: $(refrow mcmc 2) after $mcmc iterations): reaches the optimum: $reaches"
+  fi
   echo "-- devices ($out/emulator.txt)"
   sed 's/^/   /' "$out/emulator.txt"
   echo "-- $mode mode: exit $run, wall $wall s"
   comparisons="${sc_done:--}"
   [[ ${sc_aborted:-0} != 0 ]] && comparisons+=" (+${sc_aborted} aborted)"
+  [[ $method == mcmc ]] && comparisons+=" + $(field lumos-mcmc comparisons)"
   table+=("$(printf "$row_format" "job, $mode mode" "${g_max:--}" "${t_max:--}" "$t_mean" "$comparisons" \
-    "$(field lumos-trim messages) / $(field lumos-trim steps)" "$(sum "$sc_seconds $tr_seconds")" "$reaches")")
+    "$(field $stage messages) / $(field $stage "$([[ $method == exact ]] && echo steps || echo iterations)")" \
+    "$(sum "$sc_seconds $tr_seconds")" "$reaches")")
   [[ $run == 0 ]] || status=1
 done
 
@@ -286,7 +326,7 @@ for m in greedy mcmc exact; do
 done
 echo "(greedy: max workload after Lumos Alg. 1; max / mean: after trimming; secure comparisons: the jobs' completed"
 echo " two-party sessions, the reference's rows what each method would need if every comparison were secure;"
-echo " msgs / steps: the trimming stage's sealed messages and drain steps; seconds: the jobs' stage times, the"
+echo " msgs / steps: the trimming stage's sealed messages and drain steps (MCMC: iterations); seconds: the jobs' stage times, the"
 echo " reference's compute time. MCMC is the paper's Alg. 2 from greedy; strict mode keeps comparison results"
 echo " and kept lists on the devices, paper mode reports them and the server checks coverage.)"
 
