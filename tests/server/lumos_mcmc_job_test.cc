@@ -400,6 +400,38 @@ TEST(LumosMcmcJob, AHigherMaximumIsAcceptedByChanceAndRevertedOtherwise) {
   EXPECT_TRUE(saw_reject);
 }
 
+// Eq. 18 for delta = +1: accepted with probability e^-1 = 0.3679. Over
+// 2,000 independently seeded jobs the acceptance rate must lie within
+// 5 binomial standard deviations (0.054; p < 10^-6 for a correct job);
+// accepting with e^-2 (0.135), 1/2 or always would be far outside.
+TEST(LumosMcmcJob, AHigherMaximumIsAcceptedWithProbabilityEToTheMinusOne) {
+  const Edges edges = {{0, 1}, {1, 2}, {2, 3}};
+  constexpr int kRuns = 2000;
+  int accepted = 0;
+  for (uint64_t seed = 1; seed <= kRuns; ++seed) {
+    Fleet f(McmcOptions(1, seed * 7919), {0, 1, 2, 3}, edges);
+    f.workload = {{0, 0}, {1, 2}, {2, 1}, {3, 0}};
+    RunKeys(f, {0, 1, 2, 3});
+    std::vector<DeviceData> records = f.Settle();
+    uint32_t device = 9;
+    ASSERT_EQ(OnlyRecord(records, mf::kMcmcMove, &device), 1u);
+    f.before[1] = 2;
+    f.workload = {{0, 0}, {1, 1}, {2, 3}, {3, 0}};
+    f.MoveDone(1, 1, false, 1);
+    records = f.Settle();
+    if (records.empty()) {
+      ASSERT_EQ(f.job.iterations().size(), 1u);
+      ASSERT_EQ(f.job.iterations()[0].outcome, LumosMcmcOutcome::kAcceptedHigher);
+      ++accepted;
+    } else {
+      ASSERT_EQ(OnlyRecord(records, mf::kMcmcRevert, &device), 1u);
+    }
+  }
+  const double p = std::exp(-1.0);
+  const double sd = std::sqrt(p * (1 - p) / kRuns);
+  EXPECT_NEAR(static_cast<double>(accepted) / kRuns, p, 5 * sd) << accepted << " of " << kRuns;
+}
+
 // An aborted comparison tells nothing: neither end is known to exceed the
 // other. The step still waits for the cancelled party's answer (it holds a
 // session slot until then) before the next step starts.
