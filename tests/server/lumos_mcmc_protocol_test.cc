@@ -79,17 +79,17 @@ TEST(LumosMcmcProtocolTest, RandomGraphsRunAlg2FaithfullyOnSecureComparisons) {
     const fleet::Graph g = RandomGraph(16, 0.25, seed);
     McmcFleetOptions o;
     o.seed = seed;
-    o.iterations = 8;
+    o.iterations = 5;
     McmcFleet f(g, o);
     ASSERT_TRUE(f.Run());
     EXPECT_TRUE(f.errors().empty()) << Errors(f);
     const jobs::LumosMcmcSummary& s = f.job().summary();
     EXPECT_TRUE(f.job().succeeded()) << s.error << " " << s.stop_reason;
-    EXPECT_EQ(s.iterations_run, 8u);
+    EXPECT_EQ(s.iterations_run, 5u);
     EXPECT_TRUE(s.stop_reason.empty()) << s.stop_reason;
     EXPECT_EQ(s.sessions_aborted, 0u);
     EXPECT_EQ(s.uncovered_edges, 0u);
-    EXPECT_EQ(s.accepted + s.rejected + s.skipped, 8u);
+    EXPECT_EQ(s.accepted + s.rejected + s.skipped, 5u);
     ExpectFaithfulChain(f);
     // What the devices uploaded is what they hold.
     const auto kept = f.job().Kept();
