@@ -8,7 +8,7 @@ Status LinearForward(ConstMatrixMap<S> x, ConstMatrixMap<S> w, ConstRowMap<S> b,
   if (w.rows() != x.cols() || b.cols() != w.cols() || out.rows() != x.rows() || out.cols() != w.cols()) {
     return Status::InvalidArgument();
   }
-  out.noalias() = x.lazyProduct(w);
+  MultiplyRows(x, w, out, false);
   out.rowwise() += b;
   return Status::Ok();
 }
@@ -22,8 +22,8 @@ Status LinearBackward(ConstMatrixMap<S> x, ConstMatrixMap<S> w, ConstMatrixMap<S
     return Status::InvalidArgument();
   }
   d_b += d_out.colwise().sum();
-  d_w.noalias() += x.transpose().lazyProduct(d_out);
-  if (d_x != nullptr) d_x->noalias() = d_out.lazyProduct(w.transpose());
+  AddTransposedProduct(x, d_out, d_w);
+  if (d_x != nullptr) MultiplyTransposedRight(d_out, w, *d_x);
   return Status::Ok();
 }
 

@@ -33,7 +33,7 @@ Status GatForward(const GraphView& g, uint32_t heads, S slope, ConstMatrixMap<S>
     return Status::InvalidArgument();
   }
   const Eigen::Index f = p.w.cols() / heads;
-  c.z.noalias() = h.lazyProduct(p.w);
+  MultiplyRows(h, p.w, c.z, false);
   // Source and target scores of every node and head.
   for (uint32_t i = 0; i < g.nodes; ++i) {
     for (uint32_t k = 0; k < heads; ++k) {
@@ -120,8 +120,8 @@ Status GatBackward(const GraphView& g, uint32_t heads, S slope, ConstMatrixMap<S
       d.att_dst.row(k) += dt * c.z.row(j).segment(k * f, f);
     }
   }
-  d.w.noalias() += h.transpose().lazyProduct(dz);
-  if (d_h != nullptr) d_h->noalias() = dz.lazyProduct(p.w.transpose());
+  AddTransposedProduct(h, dz, d.w);
+  if (d_h != nullptr) MultiplyTransposedRight(dz, p.w, *d_h);
   return Status::Ok();
 }
 

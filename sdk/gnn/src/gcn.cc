@@ -26,7 +26,7 @@ Status GcnForward(const GraphView& g, ConstMatrixMap<S> h, ConstMatrixMap<S> w, 
       out.rows() != n || out.cols() != w.cols()) {
     return Status::InvalidArgument();
   }
-  z.noalias() = h.lazyProduct(w);
+  MultiplyRows(h, w, z, false);
   GcnPropagate<S>(g, ConstMatrixMap<S>(z.data(), z.rows(), z.cols()), out);
   out.rowwise() += b;
   return Status::Ok();
@@ -43,8 +43,8 @@ Status GcnBackward(const GraphView& g, ConstMatrixMap<S> h, ConstMatrixMap<S> w,
   }
   d_b += d_out.colwise().sum();
   GcnPropagate<S>(g, d_out, dz);  // Â is symmetric
-  d_w.noalias() += h.transpose().lazyProduct(dz);
-  if (d_h != nullptr) d_h->noalias() = dz.lazyProduct(w.transpose());
+  AddTransposedProduct(h, dz, d_w);
+  if (d_h != nullptr) MultiplyTransposedRight(dz, w, *d_h);
   return Status::Ok();
 }
 
