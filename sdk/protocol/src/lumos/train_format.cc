@@ -1,0 +1,113 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/protocol/lumos/train_format.h"
+
+#include <cmath>
+
+#include "nodefl/core/little_endian.h"
+
+namespace nodefl::lumos {
+
+Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out) {
+  if (out.size() < kTrainParametersBytes) return Status::ResourceExhausted();
+  uint8_t* q = out.data();
+  q[0] = kTrainVersion;
+  q[1] = static_cast<uint8_t>(p.phase);
+  q[2] = static_cast<uint8_t>((p.paper ? 1u : 0u) | (p.ego_star ? 2u : 0u) | (p.train ? 4u : 0u));
+  q[3] = p.layer;
+  StoreU32Le(p.features, q + 4);
+  StoreU16Le(p.hidden, q + 8);
+  StoreU16Le(p.out, q + 10);
+  q[12] = p.heads;
+  StoreU16Le(p.classes, q + 13);
+  StoreF32Le(p.dropout, q + 15);
+  StoreF32Le(p.epsilon, q + 19);
+  StoreU32Le(p.parameters, q + 23);
+  for (size_t i = 0; i < 16; ++i) q[27 + i] = p.salt[i];
+  StoreU32Le(p.epoch, q + 42);
+  Result<TrainParameters> check = DecodeTrainParameters(ConstByteSpan(out.data(), kTrainParametersBytes));
+  if (!check.ok()) return check.status();
+  return kTrainParametersBytes;
+}
+
+Result<TrainParameters> DecodeTrainParameters(ConstByteSpan bytes) {
+  if (bytes.size() != kTrainParametersBytes || bytes[0] != kTrainVersion) return Status::InvalidArgument();
+  const uint8_t* q = bytes.data();
+  if (q[1] < static_cast<uint8_t>(TrainPhase::kSetup) || q[1] > static_cast<uint8_t>(TrainPhase::kReport)) {
+    return Status::InvalidArgument();
+  }
+  if ((q[2] & ~7u) != 0 || (q[3] != 1 && q[3] != 2)) return Status::InvalidArgument();
+  TrainParameters p;
+  p.phase = static_cast<TrainPhase>(q[1]);
+  p.paper = (q[2] & 1u) != 0;
+  p.ego_star = (q[2] & 2u) != 0;
+  p.train = (q[2] & 4u) != 0;
+  p.layer = q[3];
+  p.features = LoadU32Le(q + 4);
+  p.hidden = static_cast<uint16_t>(q[8] | q[9] << 8);
+  p.out = static_cast<uint16_t>(q[10] | q[11] << 8);
+  p.heads = q[12];
+  p.classes = static_cast<uint16_t>(q[13] | q[14] << 8);
+  p.dropout = LoadF32Le(q + 15);
+  p.epsilon = LoadF32Le(q + 19);
+  p.parameters = LoadU32Le(q + 23);
+  for (size_t i = 0; i < 16; ++i) p.salt[i] = q[27 + i];
+  p.epoch = LoadU32Le(q + 42);
+  if (p.features == 0 || p.hidden == 0 || p.out == 0 || p.heads == 0 || p.parameters == 0) {
+    return Status::InvalidArgument();
+  }
+  if (!(p.dropout >= 0.0f && p.dropout < 1.0f) || !(std::isfinite(p.epsilon) && p.epsilon > 0.0f)) {
+    return Status::InvalidArgument();
+  }
+  if (p.phase == TrainPhase::kEpoch && p.epoch == 0) return Status::InvalidArgument();
+  return p;
+}
+
+Result<size_t> EncodeTrainMetrics(const TrainMetrics& m, ByteSpan out) {
+  if (out.size() < kTrainMetricsBytes) return Status::ResourceExhausted();
+  if (m.epoch == 0 || m.split > 2) return Status::InvalidArgument();
+  StoreU32Le(m.epoch, out.data());
+  out[4] = m.split;
+  out[5] = static_cast<uint8_t>((m.labelled ? 1u : 0u) | (m.trained ? 2u : 0u) | (m.correct ? 4u : 0u));
+  StoreU32Le(m.pool, out.data() + 6);
+  StoreF64Le(m.loss, out.data() + 10);
+  return kTrainMetricsBytes;
+}
+
+Result<TrainMetrics> DecodeTrainMetrics(ConstByteSpan bytes) {
+  if (bytes.size() != kTrainMetricsBytes || bytes[4] > 2 || (bytes[5] & ~7u) != 0) return Status::InvalidArgument();
+  TrainMetrics m;
+  m.epoch = LoadU32Le(bytes.data());
+  m.split = bytes[4];
+  m.labelled = (bytes[5] & 1u) != 0;
+  m.trained = (bytes[5] & 2u) != 0;
+  m.correct = (bytes[5] & 4u) != 0;
+  m.pool = LoadU32Le(bytes.data() + 6);
+  m.loss = LoadF64Le(bytes.data() + 10);
+  if (m.epoch == 0 || !std::isfinite(m.loss) || ((m.trained || m.correct) && !m.labelled)) {
+    return Status::InvalidArgument();
+  }
+  return m;
+}
+
+Result<size_t> EncodeTrainSummary(const TrainSummary& s, ByteSpan out) {
+  if (out.size() < kTrainSummaryBytes) return Status::ResourceExhausted();
+  const uint32_t fields[] = {s.workload, s.keepers, s.epochs, s.messages_sent,
+                             s.messages_received, s.rejected, s.stale, s.key_failures};
+  for (size_t i = 0; i < 8; ++i) StoreU32Le(fields[i], out.data() + 4 * i);
+  StoreF64Le(s.epsilon_all_receivers, out.data() + 32);
+  StoreF64Le(s.epsilon_per_receiver, out.data() + 40);
+  return kTrainSummaryBytes;
+}
+
+Result<TrainSummary> DecodeTrainSummary(ConstByteSpan bytes) {
+  if (bytes.size() != kTrainSummaryBytes) return Status::InvalidArgument();
+  TrainSummary s;
+  uint32_t* fields[] = {&s.workload, &s.keepers, &s.epochs, &s.messages_sent,
+                        &s.messages_received, &s.rejected, &s.stale, &s.key_failures};
+  for (size_t i = 0; i < 8; ++i) *fields[i] = LoadU32Le(bytes.data() + 4 * i);
+  s.epsilon_all_receivers = LoadF64Le(bytes.data() + 32);
+  s.epsilon_per_receiver = LoadF64Le(bytes.data() + 40);
+  return s;
+}
+
+}  // namespace nodefl::lumos
