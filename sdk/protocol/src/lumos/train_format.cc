@@ -24,6 +24,7 @@ Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out) {
   StoreU32Le(p.parameters, q + 23);
   for (size_t i = 0; i < 16; ++i) q[27 + i] = p.salt[i];
   StoreU32Le(p.epoch, q + 42);
+  StoreF32Le(p.label_epsilon, q + 46);
   Result<TrainParameters> check = DecodeTrainParameters(ConstByteSpan(out.data(), kTrainParametersBytes));
   if (!check.ok()) return check.status();
   return kTrainParametersBytes;
@@ -52,10 +53,12 @@ Result<TrainParameters> DecodeTrainParameters(ConstByteSpan bytes) {
   p.parameters = LoadU32Le(q + 23);
   for (size_t i = 0; i < 16; ++i) p.salt[i] = q[27 + i];
   p.epoch = LoadU32Le(q + 42);
+  p.label_epsilon = LoadF32Le(q + 46);
   if (p.features == 0 || p.hidden == 0 || p.out == 0 || p.heads == 0 || p.parameters == 0) {
     return Status::InvalidArgument();
   }
-  if (!(p.dropout >= 0.0f && p.dropout < 1.0f) || !(std::isfinite(p.epsilon) && p.epsilon > 0.0f)) {
+  if (!(p.dropout >= 0.0f && p.dropout < 1.0f) || !(std::isfinite(p.epsilon) && p.epsilon > 0.0f) ||
+      !(std::isfinite(p.label_epsilon) && p.label_epsilon > 0.0f)) {
     return Status::InvalidArgument();
   }
   if (p.phase == TrainPhase::kEpoch && p.epoch == 0) return Status::InvalidArgument();

@@ -66,6 +66,10 @@ struct TrainParameters {
   uint16_t classes = 0;
   float dropout = 0.01f;
   float epsilon = 2.0f;     // the feature budget (Lumos Sec. VIII-A: 2)
+  // Strict mode: the label is released once per job by randomised response
+  // at this budget, and only the noised label is trained on (paper mode:
+  // the label itself, an unbounded release).
+  float label_epsilon = 2.0f;
   uint32_t parameters = 0;  // the flat vector's length (a check on both sides' layouts)
   uint8_t salt[16] = {};
   uint32_t epoch = 0;  // kEpoch: 1, 2, ...
@@ -73,13 +77,14 @@ struct TrainParameters {
 };
 // version | phase | flags (bit 0 paper, bit 1 ego star, bit 2 train) |
 // layer | features (4) | hidden (2) | out (2) | heads | classes (2) |
-// dropout (4) | epsilon (4) | parameters (4) | salt (16) | epoch (4)
-inline constexpr size_t kTrainParametersBytes = 46;
+// dropout (4) | epsilon (4) | parameters (4) | salt (16) | epoch (4) |
+// label epsilon (4)
+inline constexpr size_t kTrainParametersBytes = 50;
 
 [[nodiscard]] Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out);
 // kInvalidArgument for a wrong size or version, an unknown phase, flag or
 // layer, a zero dimension, a dropout outside [0, 1), a non-positive or
-// non-finite epsilon, or epoch 0 in kEpoch.
+// non-finite epsilon or label epsilon, or epoch 0 in kEpoch.
 [[nodiscard]] Result<TrainParameters> DecodeTrainParameters(ConstByteSpan bytes);
 
 // JobData kinds.
