@@ -148,6 +148,16 @@ Result<uint32_t> TreeTrainer<S>::Predict(Span<const S> params) {
 }
 
 template <typename S>
+Result<S> TreeTrainer<S>::Evaluate(Span<const S> params, uint32_t label, bool* correct) {
+  Result<uint32_t> predicted = Predict(params);  // leaves the logits in logits_
+  if (!predicted.ok()) return predicted.status();
+  if (label >= shape_.classes) return Status::InvalidArgument();
+  if (correct != nullptr) *correct = *predicted == label;
+  return gnn::SoftmaxCrossEntropy<S>(gnn::ConstRowMap<S>(logits_, shape_.classes), label,
+                                     gnn::RowMap<S>(d_logits_, shape_.classes));
+}
+
+template <typename S>
 Status TreeTrainer<S>::PoolGradient(Span<S> out) const {
   if (!bound_ || pool_count_ == 0 || out.size() != shape_.out) return Status::InvalidArgument();
   const S inv = S(1) / static_cast<S>(pool_count_);

@@ -60,6 +60,7 @@ class TreeTrainer {
   const gnn::ParamLayout& layout() const { return model_.layout(); }
   // nodes x features, zeroed at Bind; the caller fills the leaves.
   gnn::MatrixMap<S> features() { return gnn::MatrixMap<S>(h0_, graph_.nodes, shape_.features); }
+  gnn::ConstMatrixMap<S> features() const { return gnn::ConstMatrixMap<S>(h0_, graph_.nodes, shape_.features); }
 
   Status Forward(Span<const S> params, bool train, crypto::RandomFunction random, void* random_context);
   // After Forward: the embedding of the leaf standing for N_u[k], and of
@@ -81,6 +82,9 @@ class TreeTrainer {
   Result<S> SupervisedLoss(Span<const S> params, uint32_t label, Span<S> grads);
   // The classifier's prediction on pooled() (no gradient).
   Result<uint32_t> Predict(Span<const S> params);
+  // The cross-entropy against `label` and whether the prediction is right,
+  // without any gradient (validation and test nodes).
+  Result<S> Evaluate(Span<const S> params, uint32_t label, bool* correct);
   // The gradient at pooled() (1 x out), for the caller's own losses too.
   gnn::RowMap<S> d_pooled() { return gnn::RowMap<S>(d_pooled_, shape_.out); }
   // d_pooled() / pool_count(): what every leaf standing for u receives.

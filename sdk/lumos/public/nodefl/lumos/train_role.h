@@ -1,0 +1,223 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// LumosTrainRole: the device side of JOB_KIND_LUMOS_TRAIN (contract:
+// protocol/lumos/train_format.h; server: server/jobs lumos_train_job.h;
+// docs/lumos.md, "Training"). Lumos Sec. VI on one device: its tree from
+// the neighbours its trimming job left it, the neighbours' features one-bit
+// encoded (Eq. 26-27), a two-layer GCN or GAT (sdk/gnn) run every epoch
+// with the server's parameters, leaf embeddings pooled across devices
+// (Eq. 31), the loss at its own node (Eq. 32), and its gradient
+// contribution back to the server. The arithmetic is TreeTrainer's
+// (tree_trainer.h); this class moves its inputs and outputs.
+//
+// Privacy (docs/privacy.md, "Lumos training"):
+//   paper mode: own leaves carry the raw features and the loss the raw
+//     label, as the paper does; both reach neighbours (through embeddings
+//     and leaf gradients) and the server (through gradients) unbounded,
+//     and the ledger records them as such (it refuses them unless its
+//     budget allows unbounded releases).
+//   strict mode: every released value is post-processing of two
+//     accounted releases: the one-bit encoding of the features (the union
+//     of what the keepers receive, at the job's epsilon; the own leaves
+//     carry the same union, so embeddings add nothing), and the label,
+//     released once per job by k-ary randomised response at the label
+//     budget and only then used in the loss.
+// Both are recorded in the device's ledger before anything leaves, and a
+// release past its budget is refused (the device then takes no part).
+//
+// Memory: TrainPeer and KeyedPeer per neighbour (caller spans), and one
+// caller byte buffer from which each job's tree, parameters, gradients and
+// feature buffers are carved (TrainRoleMemory() says how much a shape and
+// a workload need). No heap in this code.
+#pragma once
+
+#include <cstdint>
+
+#include "nodefl/core/arena.h"
+#include "nodefl/core/span.h"
+#include "nodefl/crypto/rng.h"
+#include "nodefl/device/device_session.h"
+#include "nodefl/device/role.h"
+#include "nodefl/lumos/tree_trainer.h"
+#include "nodefl/privacy/ledger.h"
+#include "nodefl/privacy/one_bit_encoder.h"
+#include "nodefl/protocol/lumos/train_format.h"
+#include "nodefl/random/drbg.h"
+#include "nodefl/roles/job_key_announcer.h"
+#include "nodefl/roles/peer_key_table.h"
+#include "nodefl/roles/report_repeater.h"
+#include "nodefl/seal/seal.h"
+#include "nodefl/tls/credentials.h"
+
+namespace nodefl::lumos {
+
+struct TrainPeer {
+  uint32_t id = 0;
+  bool keep = false;  // this device keeps the neighbour (it is in N_u), from the trimming job
+  // Setup.
+  bool notice_sent = false;
+  bool notice_received = false;
+  bool keeps_me = false;         // the neighbour keeps this device (its notice said so)
+  bool absent = false;           // takes no part (its notice said so, or its keys failed)
+  bool features_due = false;     // features to send it (it keeps us)
+  bool features_received = false;
+  uint32_t kept_index = 0;    // k: its pair in this device's tree (when keep)
+  uint32_t keeper_index = 0;  // its slot among this device's keepers (when keeps_me)
+  // The current epoch.
+  bool embedding_due = false;      // ours to send (we keep it)
+  uint32_t embedding_epoch = 0;    // the epoch of its leaf embedding for us (it keeps us), held until pooled
+  bool gradient_due = false;       // ours to send (it keeps us)
+  bool gradient_received = false;  // our leaf's gradient (we keep it)
+};
+
+// Privacy ledger phase ids of this job.
+inline constexpr uint16_t kLedgerPhaseLumosFeatures = 40;
+inline constexpr uint16_t kLedgerPhaseLumosLabel = 41;
+inline constexpr uint16_t kLedgerPhaseLumosTraining = 42;  // paper mode's unbounded releases
+
+// k-ary randomised response: `label` with probability e^eps / (e^eps + k -
+// 1), otherwise one of the other k - 1 labels uniformly; eps-LDP for the
+// label. kInvalidArgument for label >= classes, classes 0 or a bad eps; the
+// DRBG's error if it failed.
+Result<uint32_t> RandomisedResponse(Drbg& noise, uint32_t label, uint32_t classes, double epsilon);
+
+// Bytes of job memory a device with `workload` kept neighbours and
+// `degree` neighbours needs for `p` (0 if p describes no valid model).
+size_t TrainRoleMemory(const TrainParameters& p, uint32_t workload, uint32_t degree);
+
+class LumosTrainRole final : public device::Role {
+ public:
+  struct Stats {
+    uint32_t epochs = 0;  // epochs whose contribution was uploaded
+    uint32_t messages_sent = 0;
+    uint32_t messages_received = 0;
+    uint32_t rejected = 0;
+    uint32_t stale = 0;
+    uint32_t key_failures = 0;
+    uint64_t bytes_up = 0;    // gradient and metrics records
+    uint64_t bytes_down = 0;  // parameter records
+  };
+
+  // `peers[i].id` and `keys[i].id`: the neighbours, ascending, the same in
+  // both. `memory`: the job buffer. `random` draws keys, dropout, the
+  // feature encoding's partition and the label's randomised response
+  // (through `noise`, the device's noise DRBG, crypto/rng.h).
+  LumosTrainRole(uint32_t own_id, Span<TrainPeer> peers, Span<roles::KeyedPeer> keys, ByteSpan memory,
+                 const tls::TlsCredentials& credentials, crypto::RandomFunction random, void* random_context,
+                 Drbg& noise, PrivacyLedger& ledger);
+
+  // kInvalidArgument for differing or unsorted neighbour lists;
+  // kFailedPrecondition for credentials without identity or CA.
+  Status Init();
+  void SetPairKeySource(const seal::PairKeySource& source) { keys_.SetPairKeySource(source); }
+  // The device's own data: features in [0, 1] (binary in the shared
+  // datasets; d must match the job's), and its label (-1: none). The
+  // caller keeps `features` alive.
+  void SetData(Span<const float> features, int32_t label);
+  // The peers' keep flags now hold the trimming job's result.
+  void Bind() { bound_ = true; }
+  bool bound() const { return bound_; }
+
+  nodefl_wire_JobKind kind() const override { return nodefl_wire_JobKind_JOB_KIND_LUMOS_TRAIN; }
+  Status OnMessage(const nodefl_wire_Envelope& message, device::DeviceSession& session) override;
+  Status OnPoll(uint64_t now_us, device::DeviceSession& session) override;
+  void OnSessionRestart(bool resumed) override;
+
+  bool finished() const { return phase_ == Phase::kDone; }
+  const Stats& stats() const { return stats_; }
+  uint32_t workload() const { return workload_; }
+  uint32_t keepers() const { return keepers_; }
+  // The label the loss uses (strict: after randomised response); -1: none.
+  int32_t training_label() const { return train_label_; }
+  const OneBitCost& feature_cost() const { return feature_cost_; }
+  const TreeTrainer<float>& trainer() const { return trainer_; }
+
+ private:
+  enum class Phase : uint8_t { kIdle, kKeys, kNotices, kFeatures, kSetupReported, kEpoch, kReporting, kDone };
+  enum class EpochStep : uint8_t { kParams, kEmbeddings, kGradients, kUpload, kDone };
+
+  TrainPeer* FindPeer(uint32_t id);
+  Status StartJob(const nodefl_wire_Envelope& message);
+  Status Setup(const TrainParameters& p);
+  void StartEpoch(const TrainParameters& p, uint32_t round);
+  void HandleData(const nodefl_wire_JobData& data);
+  void HandleCertificate(const nodefl_wire_PeerCertificate& certificate);
+  void HandleDelivery(const nodefl_wire_Envelope& message);
+  void OnPeerMessage(TrainPeer& peer, ConstByteSpan plaintext);
+  Status EncodeFeatures();
+  Status RecordReleases();
+  Status ReleaseLabel();
+  void FillOwnLeaves();
+  void TryPool();
+  Status SendSealed(TrainPeer& peer, ConstByteSpan plaintext, device::DeviceSession& session);
+  Status SendMessage(TrainPeer& peer, TrainMessageType type, ConstByteSpan body, device::DeviceSession& session);
+  Status Flush(device::DeviceSession& session);
+  Status Upload(device::DeviceSession& session);
+  Status Report(device::DeviceSession& session, uint32_t round, Status outcome);
+
+  uint32_t own_id_;
+  Span<TrainPeer> peers_;
+  Span<roles::KeyedPeer> key_records_;
+  ByteSpan memory_;
+  Arena arena_;
+  const tls::TlsCredentials& credentials_;
+  crypto::RandomFunction random_;
+  void* random_context_;
+  Drbg& noise_;
+  PrivacyLedger& ledger_;
+  roles::PeerKeyTable keys_;
+  roles::JobKeyAnnouncer job_key_;
+  Span<const float> own_features_;
+  int32_t label_ = -1;
+  bool bound_ = false;
+
+  Phase phase_ = Phase::kIdle;
+  uint64_t job_id_ = 0;
+  TrainParameters params_;
+  gnn::ModelShape shape_;
+  Status refusal_;               // setup refused: reported in round 1
+  uint32_t workload_ = 0;
+  uint32_t keepers_ = 0;
+  uint32_t notices_ = 0;          // received
+  uint32_t features_needed_ = 0;  // from the neighbours we keep
+  uint32_t features_got_ = 0;
+  uint32_t keys_settled_ = 0;
+  uint8_t split_ = 0;
+  bool split_known_ = false;
+  int32_t train_label_ = -1;
+  OneBitParams feature_params_;
+  OneBitCost feature_cost_;
+  uint64_t next_counter_ = 1;
+  // Job memory.
+  TreeTrainer<float> trainer_;
+  Span<float> params_buffer_;
+  Span<float> grads_;
+  Span<float> keeper_embeddings_;  // keepers x out
+  Span<float> own_encoding_;       // d: the union of the bins, recovered (strict own leaves)
+  Span<uint8_t> packed_;           // keepers x OneBitPackedSize(d): each keeper's bin, ready to send
+  Span<float> scratch_;            // max(d, out) floats; in an epoch: the pool's gradient
+  Span<uint32_t> receiver_of_dim_; // d: the encoding's partition
+  // The current epoch.
+  uint32_t epoch_ = 0;
+  uint32_t epoch_round_ = 0;
+  bool epoch_train_ = false;
+  EpochStep step_ = EpochStep::kDone;
+  uint32_t params_next_ = 0;      // the next parameter index expected
+  uint32_t embeddings_got_ = 0;   // from keepers
+  uint32_t gradients_got_ = 0;    // from kept neighbours
+  uint32_t expected_embeddings_ = 0;
+  uint32_t expected_gradients_ = 0;
+  bool pooled_ = false;
+  bool sends_due_ = false;
+  size_t upload_cursor_ = 0;
+  bool metrics_sent_ = false;
+  TrainMetrics metrics_;
+  uint32_t report_round_ = 0;
+  bool summary_sent_ = false;
+  roles::ReportRepeater report_;
+  uint32_t scratch_words_[seal::kMaxSealPlaintextBytes / 4] = {};
+  uint8_t* const plain_ = reinterpret_cast<uint8_t*>(scratch_words_);
+  Stats stats_;
+};
+
+}  // namespace nodefl::lumos
