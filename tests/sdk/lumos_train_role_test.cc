@@ -550,5 +550,46 @@ TEST(LumosTrainRoleTest, RandomisedResponseKeepsTheLabelAtItsRate) {
   EXPECT_EQ(*RandomisedResponse(noise, 0, 1, 2.0), 0u);
 }
 
+TEST(LumosTrainFormatTest, ParametersRoundTripWithEveryFieldIntact) {
+  TrainParameters p = Params(TrainPhase::kEpoch, true, 0xA1B2C3D4u, false);
+  p.ego_star = true;
+  p.layer = 2;
+  for (int i = 0; i < 16; ++i) p.salt[i] = static_cast<uint8_t>(0xF0 + i);
+  p.label_epsilon = 0.75f;
+  const std::vector<uint8_t> bytes = Encoded(p);
+  Result<TrainParameters> q = DecodeTrainParameters(bytes);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->epoch, 0xA1B2C3D4u);
+  EXPECT_EQ(std::vector<uint8_t>(q->salt, q->salt + 16), std::vector<uint8_t>(p.salt, p.salt + 16));
+  EXPECT_TRUE(q->paper);
+  EXPECT_TRUE(q->ego_star);
+  EXPECT_FALSE(q->train);
+  EXPECT_EQ(q->layer, 2);
+  EXPECT_FLOAT_EQ(q->label_epsilon, 0.75f);
+  EXPECT_EQ(q->parameters, p.parameters);
+  std::vector<uint8_t> bad = bytes;
+  bad[3] = 3;  // no such layer
+  EXPECT_FALSE(DecodeTrainParameters(bad).ok());
+  bad = bytes;
+  bad.pop_back();
+  EXPECT_FALSE(DecodeTrainParameters(bad).ok());
+  TrainMetrics m;
+  m.epoch = 3;
+  m.split = 1;
+  m.labelled = true;
+  m.correct = true;
+  m.pool = 7;
+  m.loss = 0.25;
+  uint8_t mb[kTrainMetricsBytes];
+  ASSERT_TRUE(EncodeTrainMetrics(m, ByteSpan(mb)).ok());
+  Result<TrainMetrics> mm = DecodeTrainMetrics(ConstByteSpan(mb));
+  ASSERT_TRUE(mm.ok());
+  EXPECT_EQ(mm->pool, 7u);
+  EXPECT_TRUE(mm->correct);
+  EXPECT_DOUBLE_EQ(mm->loss, 0.25);
+  mb[5] = 4;  // correct without labelled
+  EXPECT_FALSE(DecodeTrainMetrics(ConstByteSpan(mb)).ok());
+}
+
 }  // namespace
 }  // namespace nodefl::lumos

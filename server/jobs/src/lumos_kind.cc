@@ -2,9 +2,12 @@
 #include "nodefl/server/jobs/lumos_kind.h"
 
 #include <array>
+#include <cmath>
 #include <utility>
 
+#include "nodefl/gnn/model.h"
 #include "nodefl/server/jobs/lumos_mcmc_job.h"
+#include "nodefl/server/jobs/lumos_train_job.h"
 #include "nodefl/server/jobs/lumos_trim_job.h"
 #include "nodefl/server/jobs/secure_compare_job.h"
 #include "nodefl/server/jobs/secure_compare_kind.h"
@@ -14,7 +17,7 @@ namespace {
 
 using C = LumosJobConfig;
 
-constexpr std::array<OptionSpec<C>, 5> kSpecs = {{
+constexpr std::array<OptionSpec<C>, 16> kSpecs = {{
     {"lumos_privacy", &C::privacy,
      "lumos-trees: strict (comparison results and kept lists stay on the devices) or paper (both reported)"},
     {"lumos_method", &C::method,
@@ -25,7 +28,52 @@ constexpr std::array<OptionSpec<C>, 5> kSpecs = {{
     {"lumos_mcmc_iterations", &C::mcmc_iterations,
      "lumos-trees mcmc: iterations of Lumos Alg. 2 (300: the paper's LastFM setting)"},
     {"lumos_mcmc_seed", &C::mcmc_seed, "lumos-trees mcmc: seed of the server's picks and Eq. 18 draws (0: random)"},
+    {"lumos_train", &C::train,
+     "lumos-trees: off (trees only) or node (then train the tree GNN for node classification, Lumos Sec. VI)"},
+    {"lumos_model", &C::model, "lumos-trees training: gcn or gat"},
+    {"lumos_epochs", &C::epochs, "lumos-trees training: epochs (300: Lumos Sec. VIII-A)"},
+    {"lumos_epsilon", &C::epsilon, "lumos-trees training: the feature budget epsilon (2: Lumos Sec. VIII-A)"},
+    {"lumos_label_epsilon", &C::label_epsilon,
+     "lumos-trees training, strict privacy: the budget of the label's one randomised-response release"},
+    {"lumos_tree", &C::tree, "lumos-trees training: tree (Lumos) or ego (the ego network, Lumos w.o. VN)"},
+    {"lumos_epoch_deadline_ms", &C::epoch_deadline_ms, "lumos-trees training: deadline of one epoch"},
+    {"lumos_train_seed", &C::train_seed, "lumos-trees training: seed of the parameters' initialisation (0: random)"},
+    {"lumos_split_seed", &C::split_seed, "lumos-trees training: seed of the 50/25/25 node split"},
+    {"lumos_features", &C::features,
+     "lumos-trees training: the dataset's feature dimension (required with lumos_train=node)"},
+    {"lumos_classes", &C::classes, "lumos-trees training: the dataset's classes (required with lumos_train=node)"},
 }};
+
+gnn::ModelShape ShapeOf(const C& c) {
+  gnn::ModelShape shape;  // Lumos Sec. VIII-A's hidden, out, heads and dropout
+  shape.layer = c.model == "gat" ? gnn::LayerKind::kGat : gnn::LayerKind::kGcn;
+  shape.features = c.features;
+  shape.classes = c.classes;
+  return shape;
+}
+
+std::string ValidateTraining(const C& c) {
+  if (c.train != "off" && c.train != "node") return "lumos_train: '" + c.train + "' is not off or node";
+  if (c.model != "gcn" && c.model != "gat") return "lumos_model: '" + c.model + "' is not gcn or gat";
+  if (c.tree != "tree" && c.tree != "ego") return "lumos_tree: '" + c.tree + "' is not tree or ego";
+  if (c.train == "off") return {};
+  if (c.features == 0) return "lumos_features: required with lumos_train=node (the dataset's feature dimension)";
+  if (c.classes == 0) return "lumos_classes: required with lumos_train=node (the dataset's number of classes)";
+  if (c.classes > 0xffff) return "lumos_classes: at most 65535";
+  if (c.epochs == 0) return "lumos_epochs: must be at least 1";
+  // The wire carries float32 (train_format.h).
+  if (!std::isfinite(c.epsilon) || c.epsilon <= 0 || c.epsilon > 1e6) {
+    return "lumos_epsilon: must be positive and finite";
+  }
+  if (!std::isfinite(c.label_epsilon) || c.label_epsilon <= 0 || c.label_epsilon > 1e6) {
+    return "lumos_label_epsilon: must be positive and finite";
+  }
+  if (c.epoch_deadline_ms == 0) return "lumos_epoch_deadline_ms: must be at least 1";
+  if (!gnn::LayoutOf(ShapeOf(c)).ok()) {
+    return "lumos_features/lumos_classes: the model does not fit (more than 2^24 parameters)";
+  }
+  return {};
+}
 
 std::string Validate(const C& c, const ServerConfig&) {
   if (c.privacy != "strict" && c.privacy != "paper") return "lumos_privacy: '" + c.privacy + "' is not strict or paper";
@@ -37,7 +85,7 @@ std::string Validate(const C& c, const ServerConfig&) {
   }
   if (c.step_deadline_ms == 0) return "lumos_step_deadline_ms: must be at least 1";
   if (c.mcmc_iterations == 0) return "lumos_mcmc_iterations: must be at least 1";
-  return {};
+  return ValidateTraining(c);
 }
 
 bool Provides(std::string_view job) { return job == "lumos-trees"; }
@@ -45,8 +93,34 @@ bool Provides(std::string_view job) { return job == "lumos-trees"; }
 bool Mcmc(const ServerConfig& config) { return Options<C>(config).method == "mcmc"; }
 
 std::vector<std::string> Stages(const ServerConfig& config) {
-  if (Mcmc(config)) return {"secure-compare", "lumos-mcmc"};
-  return {"secure-compare", "lumos-trim"};
+  std::vector<std::string> stages = {"secure-compare", Mcmc(config) ? "lumos-mcmc" : "lumos-trim"};
+  if (Options<C>(config).train == "node") stages.emplace_back("lumos-train");
+  return stages;
+}
+
+// Lumos Sec. VI on the trees the trimming stage left on the devices; every
+// participant of the plan is asked (a device without a trimming result
+// refuses setup and takes no part).
+std::unique_ptr<Job> MakeTrain(const ServerConfig& config, uint64_t job_id, const Job* previous) {
+  const std::vector<uint32_t>* participants = nullptr;
+  if (const auto* trim = dynamic_cast<const LumosTrimJob*>(previous)) participants = &trim->participants();
+  if (const auto* mcmc = dynamic_cast<const LumosMcmcJob*>(previous)) participants = &mcmc->participants();
+  if (participants == nullptr || !previous->finished()) return nullptr;
+  const C& c = Options<C>(config);
+  LumosTrainOptions options;
+  options.job_id = job_id;
+  options.shape = ShapeOf(c);
+  options.paper = c.privacy == "paper";
+  options.ego_star = c.tree == "ego";
+  options.epsilon = static_cast<float>(c.epsilon);
+  options.label_epsilon = static_cast<float>(c.label_epsilon);
+  options.epochs = c.epochs;
+  options.seed = c.train_seed;
+  options.split_seed = c.split_seed;
+  options.round_deadline_ms = config.job_round_deadline_ms;
+  options.epoch_deadline_ms = c.epoch_deadline_ms;
+  options.output_dir = config.output_dir;
+  return std::make_unique<LumosTrainJob>(options, *participants);
 }
 
 // Lumos Alg. 2/3 from the greedy job's result; the comparisons run as the
@@ -81,6 +155,7 @@ std::unique_ptr<Job> Make(const ServerConfig& config, std::string_view stage, ui
     options.params.results_public = paper;
     return std::make_unique<SecureCompareJob>(options, std::move(participants));
   }
+  if (stage == "lumos-train") return MakeTrain(config, job_id, previous);
   if (stage != "lumos-trim" && stage != "lumos-mcmc") return nullptr;
   const auto* greedy = dynamic_cast<const SecureCompareJob*>(previous);
   if (greedy == nullptr || !greedy->finished()) return nullptr;
@@ -96,7 +171,8 @@ std::unique_ptr<Job> Make(const ServerConfig& config, std::string_view stage, ui
 }
 
 constexpr JobKind kKind{"lumos-trees",
-                        "Lumos tree construction: greedy by secure comparisons, then exact trimming or the paper's MCMC",
+                        "Lumos tree construction: greedy by secure comparisons, then exact trimming or the paper's MCMC; "
+                        "optionally tree-GNN training (lumos_train=node)",
                         &Stages, &Make};
 
 }  // namespace

@@ -23,8 +23,8 @@ Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out) {
   StoreF32Le(p.epsilon, q + 19);
   StoreU32Le(p.parameters, q + 23);
   for (size_t i = 0; i < 16; ++i) q[27 + i] = p.salt[i];
-  StoreU32Le(p.epoch, q + 42);
-  StoreF32Le(p.label_epsilon, q + 46);
+  StoreU32Le(p.epoch, q + 43);
+  StoreF32Le(p.label_epsilon, q + 47);
   Result<TrainParameters> check = DecodeTrainParameters(ConstByteSpan(out.data(), kTrainParametersBytes));
   if (!check.ok()) return check.status();
   return kTrainParametersBytes;
@@ -52,8 +52,8 @@ Result<TrainParameters> DecodeTrainParameters(ConstByteSpan bytes) {
   p.epsilon = LoadF32Le(q + 19);
   p.parameters = LoadU32Le(q + 23);
   for (size_t i = 0; i < 16; ++i) p.salt[i] = q[27 + i];
-  p.epoch = LoadU32Le(q + 42);
-  p.label_epsilon = LoadF32Le(q + 46);
+  p.epoch = LoadU32Le(q + 43);
+  p.label_epsilon = LoadF32Le(q + 47);
   if (p.features == 0 || p.hidden == 0 || p.out == 0 || p.heads == 0 || p.parameters == 0) {
     return Status::InvalidArgument();
   }

@@ -79,7 +79,7 @@ struct TrainParameters {
 // layer | features (4) | hidden (2) | out (2) | heads | classes (2) |
 // dropout (4) | epsilon (4) | parameters (4) | salt (16) | epoch (4) |
 // label epsilon (4)
-inline constexpr size_t kTrainParametersBytes = 50;
+inline constexpr size_t kTrainParametersBytes = 51;
 
 [[nodiscard]] Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out);
 // kInvalidArgument for a wrong size or version, an unknown phase, flag or

@@ -4,7 +4,8 @@
 // heterogeneity-aware tree constructor, greedy initialisation by secure
 // comparisons (the secure-compare job, its compare_* options apply) and
 // then trimming, either exactly to the optimal workload (lumos_trim_job.h)
-// or by the paper's MCMC over secure comparisons (lumos_mcmc_job.h).
+// or by the paper's MCMC over secure comparisons (lumos_mcmc_job.h), and
+// optionally training the tree GNN on the trees (lumos_train_job.h).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,21 @@ struct LumosJobConfig {
   uint32_t step_deadline_ms = 120000;  // one drain step; mcmc: one comparison step, move or revert
   uint32_t mcmc_iterations = 300;      // Lumos Alg. 2's T (the paper's LastFM setting)
   uint64_t mcmc_seed = 0;              // the server's picks and Eq. 18 draws; 0: random
+  // Federated training of the tree GNN after trimming (Lumos Sec. VI,
+  // lumos_train_job.h). off: trees only; node: node classification.
+  std::string train = "off";
+  std::string model = "gcn";  // gcn or gat
+  uint32_t epochs = 300;      // Lumos Sec. VIII-A
+  double epsilon = 2;         // the feature budget (Lumos Sec. VIII-A)
+  double label_epsilon = 2;   // strict privacy: the label's randomised-response budget
+  std::string tree = "tree";  // tree (Lumos) or ego (Lumos w.o. VN: the ego network)
+  uint32_t epoch_deadline_ms = 120000;
+  uint64_t train_seed = 0;  // parameters' initialisation; 0: random
+  uint64_t split_seed = 1;  // the 50/25/25 node split over the participants
+  // The server never sees the dataset: the feature dimension and the
+  // number of classes are given (both required with train=node).
+  uint32_t features = 0;
+  uint32_t classes = 0;
 };
 
 template <>

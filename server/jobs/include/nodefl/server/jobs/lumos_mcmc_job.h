@@ -156,6 +156,8 @@ class LumosMcmcJob final : public Job {
   void LogSummary(Logger& log, uint64_t job_id) const override;
 
   const LumosMcmcSummary& summary() const { return summary_; }
+  // Every participant, ascending (the training stage starts from them).
+  const std::vector<uint32_t>& participants() const { return participants_; }
   const std::vector<LumosMcmcIteration>& iterations() const { return iterations_; }
   // The kept neighbours the devices uploaded in round 3 (ascending).
   std::map<uint32_t, std::vector<uint32_t>> Kept() const;

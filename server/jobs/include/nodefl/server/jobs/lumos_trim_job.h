@@ -110,6 +110,8 @@ class LumosTrimJob final : public Job {
   void LogSummary(Logger& log, uint64_t job_id) const override;
 
   const LumosTrimSummary& summary() const { return summary_; }
+  // Every participant, ascending (the training stage starts from them).
+  const std::vector<uint32_t>& participants() const { return participants_; }
   // Final workloads of the devices that reported.
   std::map<uint32_t, uint32_t> Workloads() const;
 

@@ -1,0 +1,195 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// Server-side coordinator of JOB_KIND_LUMOS_TRAIN, the optional third stage
+// of the lumos-trees plan (after trimming): federated training of the tree
+// GNN, Lumos Sec. VI (contract:
+// sdk/protocol/public/nodefl/protocol/lumos/train_format.h).
+//
+//   round 1 (setup): the model's shape and privacy mode; every participant
+//     gets its node's split (kTrainAssignment, SplitNodes over the
+//     participants in ascending id order). Devices that refuse or miss the
+//     deadline take no part in the epochs.
+//   round 1 + e (epoch e): the current parameters (kTrainParams records).
+//     Each device uploads its gradient contribution (kTrainGradient records)
+//     and then its metrics (kTrainMetrics). The epoch ends when every device
+//     asked is done or at its deadline; devices that missed it are
+//     stragglers of that epoch only (they get the next epoch). The server
+//     divides the summed contributions by the number of losses taken (the
+//     mean loss over the training nodes, pooled per Lumos Eq. 31) and
+//     applies Adam.
+//   round epochs + 2: one evaluation epoch (train = false, no update): its
+//     accuracies are the final ones.
+//   last round (report): each device's kTrainSummary (workload, messages,
+//     the feature release's epsilon).
+//
+// What the server learns (docs/privacy.md): per device and epoch the
+// gradient contribution of its tree and its metrics (split, whether its
+// node is labelled, its loss and whether its prediction was right), and at
+// the end its summary. Never a feature, a label or a neighbour.
+//
+// Outputs (output_dir): lumos-train-epochs.tsv (one line per epoch) and
+// lumos-train-parameters.bin (the final parameters, float32 little endian).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nodefl/gnn/model.h"
+#include "nodefl/protocol/lumos/train_format.h"
+#include "nodefl/server/jobs/job.h"
+#include "nodefl/server/lumos/training/adam.h"
+#include "nodefl/server/lumos/training/splits.h"
+
+namespace nodefl::server::jobs {
+
+struct LumosTrainOptions {
+  uint64_t job_id = 1;
+  gnn::ModelShape shape;  // features and classes filled by the caller (the server does not know the dataset)
+  bool paper = false;     // privacy mode: paper (raw own features on own leaves) or strict
+  bool ego_star = false;  // Lumos w.o. VN: the ego network instead of the tree
+  float epsilon = 2;      // the feature budget (Lumos Sec. VIII-A)
+  float label_epsilon = 2;  // strict mode: the label's randomised-response budget (train_format.h)
+  uint32_t epochs = 300;  // Lumos Sec. VIII-A
+  uint64_t seed = 0;      // parameters' initialisation; 0: random_device
+  uint64_t split_seed = 1;
+  nodefl::server::lumos::AdamOptions adam;
+  uint32_t round_deadline_ms = 300'000;  // setup and report
+  uint32_t epoch_deadline_ms = 120'000;
+  std::string output_dir;
+};
+
+struct LumosTrainEpoch {
+  uint32_t epoch = 0;
+  bool train = true;     // false: the evaluation epoch
+  bool updated = false;  // Adam stepped
+  uint32_t devices = 0;  // devices asked
+  uint32_t done = 0;     // metrics (or a report) in time
+  uint32_t stragglers = 0;
+  uint32_t trained = 0;    // metrics with a loss taken (the gradient's divisor)
+  uint32_t discarded = 0;  // contributions dropped for a malformed record
+  double loss = 0;         // mean training loss
+  double accuracy[nodefl::server::lumos::kSplits] = {0, 0, 0};
+  uint32_t labelled[nodefl::server::lumos::kSplits] = {0, 0, 0};
+  double validation_loss = 0;
+  uint64_t bytes_down = 0;  // parameters, per device
+  uint64_t bytes_up = 0;    // gradient records, mean per device that uploaded any
+  bool deadline = false;    // ended by its deadline
+  double seconds = 0;
+};
+
+struct LumosTrainSummary {
+  uint32_t participants = 0;
+  uint32_t ready = 0;
+  std::vector<uint32_t> refused;       // round 1 code != 0
+  std::vector<uint32_t> missed_setup;  // no round-1 report in time (or unreachable)
+  std::vector<uint32_t> missed_report;
+  uint32_t epochs_updated = 0;
+  double final_accuracy[nodefl::server::lumos::kSplits] = {0, 0, 0};  // the evaluation epoch's
+  uint32_t best_epoch = 0;
+  double best_validation = 0;
+  double test_at_best = 0;
+  uint64_t stragglers = 0;  // straggler-epochs, summed
+  uint64_t discarded = 0;   // contributions dropped, summed
+  uint64_t protocol_errors = 0;
+  uint64_t ignored = 0;  // late or repeated records and reports
+  uint64_t bytes_down_per_device_epoch = 0;
+  uint64_t bytes_up_per_device_epoch = 0;  // mean over the training epochs
+  uint32_t summaries = 0;
+  double epsilon_all_receivers = 0;  // the largest over the devices' summaries
+  double epsilon_per_receiver = 0;
+  double seconds_setup = 0, seconds_epochs = 0, seconds_report = 0;
+  std::string epochs_path, parameters_path;
+  std::string error;
+};
+
+class LumosTrainJob final : public Job {
+ public:
+  LumosTrainJob(LumosTrainOptions options, std::vector<uint32_t> participants);
+
+  nodefl_wire_JobKind kind() const override { return nodefl_wire_JobKind_JOB_KIND_LUMOS_TRAIN; }
+  std::vector<RoundStart> Begin(uint64_t now_us) override;
+  std::vector<RoundStart> OnReport(uint32_t device, uint32_t round, const nodefl_wire_JobReport& report,
+                                   uint64_t now_us) override;
+  std::vector<RoundStart> OnUpload(uint32_t device, uint32_t round, uint32_t kind, std::vector<uint8_t> bytes,
+                                   uint64_t now_us) override;
+  std::vector<RoundStart> Poll(uint64_t now_us) override;
+  std::vector<DeviceData> TakeData() override;
+  void OnUndeliverable(uint32_t device, uint64_t now_us) override;
+  bool finished() const override { return phase_ == Phase::kFinished; }
+  bool succeeded() const override;
+  std::string ProgressLine() const override;
+  void LogSummary(Logger& log, uint64_t job_id) const override;
+
+  const LumosTrainSummary& summary() const { return summary_; }
+  const std::vector<LumosTrainEpoch>& epochs() const { return epochs_; }
+  const std::vector<float>& parameters() const { return params_; }
+  const gnn::ParamLayout& layout() const { return layout_; }
+  const std::vector<uint32_t>& participants() const { return participants_; }
+  // The summaries the devices sent in the report round.
+  std::map<uint32_t, nodefl::lumos::TrainSummary> Summaries() const;
+
+ private:
+  enum class Phase { kIdle, kSetup, kEpoch, kReport, kFinished };
+  struct Chunk {
+    uint32_t first = 0;
+    std::vector<float> values;
+  };
+  struct Device {
+    nodefl::server::lumos::Split split = nodefl::server::lumos::Split::kTrain;
+    bool responded = false;  // round 1 answered (or given up on)
+    bool ready = false;      // round 1 OK: takes part in the epochs
+    // The current round.
+    bool asked = false;     // in the current round's devices
+    bool inactive = false;  // unreachable for the rest of the current round
+    bool done = false;      // epoch: metrics (or a report) arrived; report round: reported
+    bool bad = false;       // epoch: a malformed record, the contribution is dropped
+    uint64_t bytes_up = 0;
+    std::vector<Chunk> chunks;  // epoch: gradient records until the metrics arrive
+    bool has_summary = false;
+    nodefl::lumos::TrainSummary summary;
+  };
+
+  std::vector<RoundStart> StartEpoch(uint64_t now_us);
+  std::vector<RoundStart> EndEpoch(uint64_t now_us, bool deadline);
+  std::vector<RoundStart> StartReport(uint64_t now_us);
+  std::vector<RoundStart> OnGradient(uint32_t device, uint32_t round, const std::vector<uint8_t>& bytes);
+  std::vector<RoundStart> OnMetrics(uint32_t device, uint32_t round, const std::vector<uint8_t>& bytes,
+                                    uint64_t now_us);
+  void MarkDone(Device& d);
+  // Adds the device's records into the epoch's sum (train epochs); false
+  // when they overlap (a protocol error: an index counted twice).
+  bool Merge(Device& d);
+  std::vector<uint8_t> Parameters(nodefl::lumos::TrainPhase phase, uint32_t epoch, bool train) const;
+  void Finish(uint64_t now_us);
+  void Fail(std::string error, uint64_t now_us);
+  void WriteOutputs();
+  uint32_t EpochRound(uint32_t epoch) const { return 1 + epoch; }
+  uint32_t EvaluationEpoch() const { return options_.epochs + 1; }
+  uint32_t ReportRound() const { return options_.epochs + 3; }
+
+  LumosTrainOptions options_;
+  std::vector<uint32_t> participants_;
+  std::map<uint32_t, Device> devices_;
+  gnn::ParamLayout layout_;
+  std::vector<float> params_, sum_;
+  nodefl::server::lumos::Adam adam_;
+  uint8_t salt_[16] = {};
+  Phase phase_ = Phase::kIdle;
+  uint32_t epoch_ = 0;  // the running epoch (1 ... epochs + 1)
+  LumosTrainEpoch current_;
+  uint64_t round_started_us_ = 0, epochs_started_us_ = 0;
+  uint32_t waiting_ = 0;  // devices of the current round neither done nor inactive
+  double loss_sum_ = 0, validation_loss_sum_ = 0, train_loss_sum_ = 0;
+  uint32_t train_labelled_ = 0;
+  uint32_t correct_[nodefl::server::lumos::kSplits] = {0, 0, 0};
+  uint64_t bytes_up_total_ = 0;
+  uint32_t uploaders_ = 0;
+  std::vector<LumosTrainEpoch> epochs_;
+  LumosTrainSummary summary_;
+  std::vector<DeviceData> data_;
+};
+
+}  // namespace nodefl::server::jobs

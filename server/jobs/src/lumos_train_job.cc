@@ -1,0 +1,625 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/server/jobs/lumos_train_job.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <utility>
+
+#include "nodefl/core/little_endian.h"
+#include "nodefl/server/lumos/training/central.h"
+
+namespace nodefl::server::jobs {
+
+namespace tf = nodefl::lumos;
+namespace sl = nodefl::server::lumos;
+
+namespace {
+
+constexpr uint32_t kRoundSetup = 1;
+
+double Seconds(uint64_t from_us, uint64_t to_us) { return static_cast<double>(to_us - from_us) / 1e6; }
+
+double Ratio(double a, uint64_t b) { return b ? a / static_cast<double>(b) : 0; }
+
+// JobData bytes of the parameters for one device: a 4-byte first index per
+// record plus the floats.
+uint64_t ParamsBytes(size_t total) {
+  const uint64_t records = (total + tf::kTrainFloatsPerRecord - 1) / tf::kTrainFloatsPerRecord;
+  return 4 * records + 4 * uint64_t{total};
+}
+
+}  // namespace
+
+LumosTrainJob::LumosTrainJob(LumosTrainOptions options, std::vector<uint32_t> participants)
+    : options_(std::move(options)), participants_(std::move(participants)), adam_(0, options_.adam) {
+  // Ascending ids: participant i takes SplitNodes' entry i, so the split is
+  // reproducible from the seed and the id set alone.
+  std::sort(participants_.begin(), participants_.end());
+  participants_.erase(std::unique(participants_.begin(), participants_.end()), participants_.end());
+  for (uint32_t id : participants_) devices_[id];
+  summary_.participants = static_cast<uint32_t>(participants_.size());
+}
+
+std::vector<uint8_t> LumosTrainJob::Parameters(tf::TrainPhase phase, uint32_t epoch, bool train) const {
+  const gnn::ModelShape& s = options_.shape;
+  tf::TrainParameters p;
+  p.phase = phase;
+  p.paper = options_.paper;
+  p.ego_star = options_.ego_star;
+  p.layer = static_cast<uint8_t>(s.layer);
+  p.features = s.features;
+  p.hidden = static_cast<uint16_t>(s.hidden);
+  p.out = static_cast<uint16_t>(s.out);
+  p.heads = static_cast<uint8_t>(s.heads);
+  p.classes = static_cast<uint16_t>(s.classes);
+  p.dropout = s.dropout;
+  p.epsilon = options_.epsilon;
+  p.label_epsilon = options_.label_epsilon;
+  p.parameters = static_cast<uint32_t>(layout_.total);
+  std::copy(std::begin(salt_), std::end(salt_), std::begin(p.salt));
+  p.epoch = epoch;
+  p.train = train;
+  std::vector<uint8_t> out(tf::kTrainParametersBytes);
+  if (!tf::EncodeTrainParameters(p, ByteSpan(out)).ok()) out.clear();
+  return out;
+}
+
+void LumosTrainJob::Fail(std::string error, uint64_t now_us) {
+  summary_.error = std::move(error);
+  Finish(now_us);
+}
+
+std::vector<RoundStart> LumosTrainJob::Begin(uint64_t now_us) {
+  phase_ = Phase::kSetup;
+  round_started_us_ = now_us;
+  if (participants_.empty()) {
+    Fail("no participants", now_us);
+    return {};
+  }
+  const gnn::ModelShape& s = options_.shape;
+  // The contract's field widths (train_format.h): a shape beyond them could
+  // not be told to the devices.
+  if (s.hidden > 0xffff || s.out > 0xffff || s.heads > 0xff || s.classes > 0xffff || s.classes == 0) {
+    Fail("model shape does not fit the contract (hidden, out, classes: 16 bits, heads: 8 bits, classes >= 1)",
+         now_us);
+    return {};
+  }
+  if (options_.epochs == 0) {
+    Fail("epochs must be at least 1", now_us);
+    return {};
+  }
+  Result<gnn::ParamLayout> layout = gnn::LayoutOf(s);
+  if (!layout.ok()) {
+    Fail(std::string("model shape rejected by LayoutOf: ") + StatusCodeName(layout.status().code()), now_us);
+    return {};
+  }
+  layout_ = *layout;
+  std::random_device rd;
+  uint64_t seed = options_.seed;
+  if (seed == 0) seed = (uint64_t{rd()} << 32) ^ rd();
+  params_ = sl::InitialParameters(layout_, seed);
+  sum_.assign(layout_.total, 0.0f);
+  adam_ = sl::Adam(layout_.total, options_.adam);
+  // The salt keeps one job's device-side randomness (dropout masks, the
+  // feature encoding) apart from another's with the same keys.
+  for (uint8_t& b : salt_) b = static_cast<uint8_t>(rd());
+  std::vector<uint8_t> parameters = Parameters(tf::TrainPhase::kSetup, 0, true);
+  if (parameters.empty()) {
+    Fail("training parameters do not encode (epsilon, dropout or a dimension out of range)", now_us);
+    return {};
+  }
+  summary_.bytes_down_per_device_epoch = ParamsBytes(layout_.total);
+
+  const std::vector<sl::Split> split =
+      sl::SplitNodes(static_cast<uint32_t>(participants_.size()), options_.split_seed);
+  for (size_t i = 0; i < participants_.size(); ++i) {
+    Device& d = devices_[participants_[i]];
+    d.split = split[i];
+    d.asked = true;
+    data_.push_back(DeviceData{participants_[i], kRoundSetup, tf::kTrainAssignment,
+                               {static_cast<uint8_t>(split[i])}});
+  }
+  waiting_ = static_cast<uint32_t>(participants_.size());
+  RoundStart start;
+  start.round = kRoundSetup;
+  start.deadline_ms = options_.round_deadline_ms;
+  start.parameters = std::move(parameters);
+  start.devices = participants_;
+  std::vector<RoundStart> out;
+  out.push_back(std::move(start));
+  return out;
+}
+
+void LumosTrainJob::MarkDone(Device& d) {
+  if (d.done || d.inactive) return;
+  d.done = true;
+  --waiting_;
+}
+
+std::vector<RoundStart> LumosTrainJob::OnReport(uint32_t device, uint32_t round, const nodefl_wire_JobReport& report,
+                                                uint64_t now_us) {
+  auto it = devices_.find(device);
+  if (it == devices_.end()) {
+    ++summary_.protocol_errors;
+    return {};
+  }
+  Device& d = it->second;
+  const bool ok = report.code == static_cast<uint32_t>(StatusCode::kOk);
+  if (phase_ == Phase::kSetup && round == kRoundSetup && d.asked && !d.done && !d.inactive) {
+    d.responded = true;
+    if (ok) {
+      d.ready = true;
+      ++summary_.ready;
+    } else {
+      summary_.refused.push_back(device);
+    }
+    MarkDone(d);
+  } else if (phase_ == Phase::kEpoch && round == EpochRound(epoch_) && d.asked && !d.done && !d.inactive) {
+    // A report before the metrics: the device failed this epoch (or broke
+    // the contract's order); either way nothing of it counts.
+    if (ok) ++summary_.protocol_errors;
+    d.bad = true;
+    d.chunks.clear();
+    MarkDone(d);
+  } else if (phase_ == Phase::kReport && round == ReportRound() && d.asked && !d.done && !d.inactive) {
+    MarkDone(d);
+  } else if ((phase_ == Phase::kEpoch && round > kRoundSetup && round <= EpochRound(epoch_)) ||
+             (phase_ == Phase::kReport && round > kRoundSetup && round < ReportRound())) {
+    // The report that follows an epoch's metrics (often after the epoch
+    // ended on those metrics): expected, nothing to do.
+  } else {
+    // Late or repeated.
+    ++summary_.ignored;
+  }
+  return Poll(now_us);
+}
+
+std::vector<RoundStart> LumosTrainJob::OnUpload(uint32_t device, uint32_t round, uint32_t kind,
+                                                std::vector<uint8_t> bytes, uint64_t now_us) {
+  auto it = devices_.find(device);
+  if (it == devices_.end()) {
+    ++summary_.protocol_errors;
+    return {};
+  }
+  Device& d = it->second;
+  switch (kind) {
+    case tf::kTrainGradient:
+      return OnGradient(device, round, bytes);
+    case tf::kTrainMetrics:
+      return OnMetrics(device, round, bytes, now_us);
+    case tf::kTrainSummary: {
+      Result<tf::TrainSummary> s = tf::DecodeTrainSummary(ConstByteSpan(bytes.data(), bytes.size()));
+      if (!s.ok()) {
+        ++summary_.protocol_errors;
+        return {};
+      }
+      if (phase_ != Phase::kReport || round != ReportRound() || !d.asked || d.has_summary) {
+        ++summary_.ignored;
+        return {};
+      }
+      d.summary = *s;
+      d.has_summary = true;
+      return {};
+    }
+    default:
+      ++summary_.protocol_errors;
+      return {};
+  }
+}
+
+std::vector<RoundStart> LumosTrainJob::OnGradient(uint32_t device, uint32_t round, const std::vector<uint8_t>& bytes) {
+  Device& d = devices_.at(device);
+  if (phase_ != Phase::kEpoch || round != EpochRound(epoch_) || !d.asked || d.done || d.inactive) {
+    ++summary_.ignored;
+    return {};
+  }
+  const size_t count = bytes.size() >= 4 ? (bytes.size() - 4) / 4 : 0;
+  bool valid = bytes.size() >= 8 && bytes.size() % 4 == 0 && count <= tf::kTrainFloatsPerRecord;
+  const uint64_t first = valid ? LoadU32Le(bytes.data()) : 0;
+  valid = valid && first + count <= layout_.total;
+  Chunk chunk;
+  if (valid) {
+    chunk.first = static_cast<uint32_t>(first);
+    chunk.values.resize(count);
+    for (size_t i = 0; i < count && valid; ++i) {
+      chunk.values[i] = LoadF32Le(bytes.data() + 4 + 4 * i);
+      valid = std::isfinite(chunk.values[i]);
+    }
+  }
+  if (!valid) {
+    // One bad record spoils the whole contribution: a partial gradient
+    // would bias the average towards the records that did arrive.
+    ++summary_.protocol_errors;
+    if (!d.bad) ++current_.discarded;
+    d.bad = true;
+    d.chunks.clear();
+    return {};
+  }
+  if (d.bytes_up == 0) ++uploaders_;
+  d.bytes_up += bytes.size();
+  bytes_up_total_ += bytes.size();
+  // The evaluation epoch updates nothing: its records are checked and
+  // dropped.
+  if (!d.bad && current_.train) d.chunks.push_back(std::move(chunk));
+  return {};
+}
+
+bool LumosTrainJob::Merge(Device& d) {
+  std::sort(d.chunks.begin(), d.chunks.end(), [](const Chunk& a, const Chunk& b) { return a.first < b.first; });
+  size_t end = 0;
+  for (const Chunk& c : d.chunks) {
+    if (c.first < end) return false;
+    end = c.first + c.values.size();
+  }
+  for (const Chunk& c : d.chunks) {
+    for (size_t i = 0; i < c.values.size(); ++i) sum_[c.first + i] += c.values[i];
+  }
+  return true;
+}
+
+std::vector<RoundStart> LumosTrainJob::OnMetrics(uint32_t device, uint32_t round, const std::vector<uint8_t>& bytes,
+                                                 uint64_t now_us) {
+  Device& d = devices_.at(device);
+  Result<tf::TrainMetrics> m = tf::DecodeTrainMetrics(ConstByteSpan(bytes.data(), bytes.size()));
+  if (!m.ok()) {
+    ++summary_.protocol_errors;
+    return {};
+  }
+  if (phase_ != Phase::kEpoch || round != EpochRound(epoch_) || m->epoch != epoch_ || !d.asked || d.done ||
+      d.inactive) {
+    ++summary_.ignored;
+    return {};
+  }
+  const auto split = static_cast<uint8_t>(d.split);
+  if (m->split != split || (m->trained && (!current_.train || !m->labelled || d.split != sl::Split::kTrain))) {
+    // The device disagrees with its assignment: its numbers would land in
+    // the wrong split's accuracy.
+    ++summary_.protocol_errors;
+    if (!d.bad) ++current_.discarded;
+    d.bad = true;
+    d.chunks.clear();
+    MarkDone(d);
+    return Poll(now_us);
+  }
+  if (!d.bad && current_.train && !Merge(d)) {
+    ++summary_.protocol_errors;
+    ++current_.discarded;
+    d.bad = true;
+  }
+  d.chunks.clear();
+  d.chunks.shrink_to_fit();
+  if (!d.bad) {
+    // A device whose contribution was dropped keeps its metrics out too:
+    // its loss would count in the divisor with no gradient behind it.
+    if (m->trained) {
+      ++current_.trained;
+      loss_sum_ += m->loss;
+    }
+    if (m->labelled) {
+      ++current_.labelled[split];
+      if (m->correct) ++correct_[split];
+      if (d.split == sl::Split::kValidation) validation_loss_sum_ += m->loss;
+      if (d.split == sl::Split::kTrain) {
+        train_loss_sum_ += m->loss;
+        ++train_labelled_;
+      }
+    }
+  }
+  MarkDone(d);
+  return Poll(now_us);
+}
+
+std::vector<RoundStart> LumosTrainJob::StartEpoch(uint64_t now_us) {
+  ++epoch_;
+  round_started_us_ = now_us;
+  current_ = LumosTrainEpoch{};
+  current_.epoch = epoch_;
+  current_.train = epoch_ <= options_.epochs;
+  current_.bytes_down = summary_.bytes_down_per_device_epoch;
+  std::fill(sum_.begin(), sum_.end(), 0.0f);
+  loss_sum_ = validation_loss_sum_ = train_loss_sum_ = 0;
+  train_labelled_ = 0;
+  std::fill(std::begin(correct_), std::end(correct_), 0u);
+  bytes_up_total_ = 0;
+  uploaders_ = 0;
+
+  RoundStart start;
+  start.round = EpochRound(epoch_);
+  start.deadline_ms = options_.epoch_deadline_ms;
+  start.parameters = Parameters(tf::TrainPhase::kEpoch, epoch_, current_.train);
+  // Every device that finished setup, stragglers of earlier epochs and
+  // unreachable ones included: they catch up with the current weights.
+  for (auto& [id, d] : devices_) {
+    d.asked = d.ready;
+    d.inactive = d.done = d.bad = false;
+    d.bytes_up = 0;
+    d.chunks.clear();
+    if (d.ready) start.devices.push_back(id);
+  }
+  current_.devices = static_cast<uint32_t>(start.devices.size());
+  waiting_ = current_.devices;
+  // The parameters once, copied to every device's stream after its round
+  // start.
+  std::vector<std::vector<uint8_t>> records;
+  for (size_t first = 0; first < params_.size(); first += tf::kTrainFloatsPerRecord) {
+    const size_t n = std::min(tf::kTrainFloatsPerRecord, params_.size() - first);
+    std::vector<uint8_t> bytes(4 + 4 * n);
+    StoreU32Le(static_cast<uint32_t>(first), bytes.data());
+    for (size_t i = 0; i < n; ++i) StoreF32Le(params_[first + i], bytes.data() + 4 + 4 * i);
+    records.push_back(std::move(bytes));
+  }
+  for (uint32_t id : start.devices) {
+    for (const std::vector<uint8_t>& r : records) data_.push_back(DeviceData{id, start.round, tf::kTrainParams, r});
+  }
+  std::vector<RoundStart> out;
+  out.push_back(std::move(start));
+  return out;
+}
+
+std::vector<RoundStart> LumosTrainJob::EndEpoch(uint64_t now_us, bool deadline) {
+  current_.deadline = deadline;
+  current_.seconds = Seconds(round_started_us_, now_us);
+  for (auto& [id, d] : devices_) {
+    if (!d.asked) continue;
+    if (d.done) {
+      ++current_.done;
+    } else {
+      // Missed the deadline (or unreachable): a straggler of this epoch
+      // only; whatever it uploaded is dropped.
+      ++current_.stragglers;
+      d.chunks.clear();
+    }
+  }
+  for (int s = 0; s < sl::kSplits; ++s) {
+    current_.accuracy[s] = Ratio(correct_[s], current_.labelled[s]);
+  }
+  current_.validation_loss = Ratio(validation_loss_sum_, current_.labelled[1]);
+  current_.loss = current_.train ? Ratio(loss_sum_, current_.trained) : Ratio(train_loss_sum_, train_labelled_);
+  current_.bytes_up = uploaders_ ? bytes_up_total_ / uploaders_ : 0;
+  // Every loss is a mean over the training nodes (Lumos Eq. 31 pools a
+  // node's embedding over its leaves; the loss is taken once per labelled
+  // training node), so the summed contributions are divided by the number
+  // of losses taken.
+  if (current_.train && current_.trained > 0) {
+    const float scale = 1.0f / static_cast<float>(current_.trained);
+    for (float& g : sum_) g *= scale;
+    current_.updated = adam_.Step(std::span<float>(params_), std::span<const float>(sum_));
+    if (current_.updated) ++summary_.epochs_updated;
+  }
+  summary_.stragglers += current_.stragglers;
+  summary_.discarded += current_.discarded;
+  // The best validation accuracy and the test accuracy with it, as the
+  // centralized baseline reports them (server/lumos/training central.cc).
+  if (epochs_.empty() || current_.accuracy[1] > summary_.best_validation) {
+    summary_.best_validation = current_.accuracy[1];
+    summary_.test_at_best = current_.accuracy[2];
+    summary_.best_epoch = current_.epoch;
+  }
+  epochs_.push_back(current_);
+  if (!current_.train) {
+    std::copy(std::begin(current_.accuracy), std::end(current_.accuracy), std::begin(summary_.final_accuracy));
+    return StartReport(now_us);
+  }
+  return StartEpoch(now_us);
+}
+
+std::vector<RoundStart> LumosTrainJob::StartReport(uint64_t now_us) {
+  summary_.seconds_epochs = Seconds(epochs_started_us_, now_us);
+  phase_ = Phase::kReport;
+  round_started_us_ = now_us;
+  RoundStart start;
+  start.round = ReportRound();
+  start.deadline_ms = options_.round_deadline_ms;
+  start.parameters = Parameters(tf::TrainPhase::kReport, 0, false);
+  for (auto& [id, d] : devices_) {
+    d.asked = d.ready;
+    d.inactive = d.done = d.bad = false;
+    d.chunks.clear();
+    if (d.ready) start.devices.push_back(id);
+  }
+  waiting_ = static_cast<uint32_t>(start.devices.size());
+  std::vector<RoundStart> out;
+  if (start.devices.empty()) {
+    Finish(now_us);
+    return out;
+  }
+  out.push_back(std::move(start));
+  return out;
+}
+
+std::vector<DeviceData> LumosTrainJob::TakeData() { return std::exchange(data_, {}); }
+
+void LumosTrainJob::OnUndeliverable(uint32_t device, uint64_t) {
+  auto it = devices_.find(device);
+  if (it == devices_.end()) return;
+  Device& d = it->second;
+  if (!d.asked || d.done || d.inactive) return;
+  // Inactive for the rest of this round only: it is asked again next round
+  // (a device that never got its setup is not ready, so it never is).
+  d.inactive = true;
+  d.chunks.clear();
+  --waiting_;
+}
+
+std::vector<RoundStart> LumosTrainJob::Poll(uint64_t now_us) {
+  const uint64_t elapsed_us = now_us - round_started_us_;
+  switch (phase_) {
+    case Phase::kSetup: {
+      if (waiting_ > 0 && elapsed_us <= uint64_t{options_.round_deadline_ms} * 1000) return {};
+      for (auto& [id, d] : devices_) {
+        if (!d.responded) summary_.missed_setup.push_back(id);
+      }
+      summary_.seconds_setup = Seconds(round_started_us_, now_us);
+      if (summary_.ready == 0) {
+        Fail("no device finished setup", now_us);
+        return {};
+      }
+      phase_ = Phase::kEpoch;
+      epochs_started_us_ = now_us;
+      return StartEpoch(now_us);
+    }
+    case Phase::kEpoch: {
+      if (waiting_ == 0) return EndEpoch(now_us, false);
+      if (elapsed_us > uint64_t{options_.epoch_deadline_ms} * 1000) return EndEpoch(now_us, true);
+      return {};
+    }
+    case Phase::kReport: {
+      if (waiting_ == 0 || elapsed_us > uint64_t{options_.round_deadline_ms} * 1000) Finish(now_us);
+      return {};
+    }
+    case Phase::kIdle:
+    case Phase::kFinished:
+      return {};
+  }
+  return {};
+}
+
+std::map<uint32_t, tf::TrainSummary> LumosTrainJob::Summaries() const {
+  std::map<uint32_t, tf::TrainSummary> out;
+  for (const auto& [id, d] : devices_) {
+    if (d.has_summary) out[id] = d.summary;
+  }
+  return out;
+}
+
+void LumosTrainJob::Finish(uint64_t now_us) {
+  if (phase_ == Phase::kReport) {
+    summary_.seconds_report = Seconds(round_started_us_, now_us);
+    for (const auto& [id, d] : devices_) {
+      if (d.asked && !d.done) summary_.missed_report.push_back(id);
+    }
+  }
+  phase_ = Phase::kFinished;
+  for (const auto& [id, d] : devices_) {
+    if (!d.has_summary) continue;
+    ++summary_.summaries;
+    summary_.epsilon_all_receivers = std::max(summary_.epsilon_all_receivers, d.summary.epsilon_all_receivers);
+    summary_.epsilon_per_receiver = std::max(summary_.epsilon_per_receiver, d.summary.epsilon_per_receiver);
+  }
+  uint64_t up = 0, train_epochs = 0;
+  for (const LumosTrainEpoch& e : epochs_) {
+    if (!e.train) continue;
+    up += e.bytes_up;
+    ++train_epochs;
+  }
+  summary_.bytes_up_per_device_epoch = train_epochs ? up / train_epochs : 0;
+  if (!options_.output_dir.empty() && !params_.empty()) WriteOutputs();
+}
+
+void LumosTrainJob::WriteOutputs() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(options_.output_dir, ec);
+  const fs::path epochs = fs::path(options_.output_dir) / "lumos-train-epochs.tsv";
+  {
+    std::ofstream out(epochs);
+    out << "epoch\ttrain\tloss\ttrain_accuracy\tvalidation_accuracy\ttest_accuracy\tvalidation_loss\tdevices_done"
+           "\tstragglers\tbytes_down\tbytes_up\tseconds\n";
+    for (const LumosTrainEpoch& e : epochs_) {
+      out << e.epoch << '\t' << (e.train ? 1 : 0) << '\t' << e.loss << '\t' << e.accuracy[0] << '\t'
+          << e.accuracy[1] << '\t' << e.accuracy[2] << '\t' << e.validation_loss << '\t' << e.done << '\t'
+          << e.stragglers << '\t' << e.bytes_down << '\t' << e.bytes_up << '\t' << e.seconds << '\n';
+    }
+    if (!out) {
+      summary_.error = "writing " + epochs.string();
+      return;
+    }
+  }
+  summary_.epochs_path = epochs.string();
+  const fs::path params = fs::path(options_.output_dir) / "lumos-train-parameters.bin";
+  std::vector<uint8_t> bytes(4 * params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) StoreF32Le(params_[i], bytes.data() + 4 * i);
+  std::ofstream out(params, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) {
+    summary_.error = "writing " + params.string();
+    return;
+  }
+  summary_.parameters_path = params.string();
+}
+
+bool LumosTrainJob::succeeded() const {
+  return finished() && summary_.error.empty() && summary_.epochs_updated > 0;
+}
+
+std::string LumosTrainJob::ProgressLine() const {
+  std::ostringstream o;
+  switch (phase_) {
+    case Phase::kSetup:
+      o << "lumos-train round 1 (setup): " << summary_.ready << "/" << summary_.participants << " ready, " << waiting_
+        << " waiting";
+      break;
+    case Phase::kEpoch: {
+      o << "lumos-train epoch " << epoch_ << "/" << options_.epochs << (current_.train ? "" : " (evaluation)") << ": "
+        << (current_.devices - waiting_) << "/" << current_.devices << " done";
+      if (!epochs_.empty()) {
+        const LumosTrainEpoch& e = epochs_.back();
+        o << "; epoch " << e.epoch << " loss " << e.loss << " accuracy train " << e.accuracy[0] << " validation "
+          << e.accuracy[1] << " test " << e.accuracy[2] << ", " << e.stragglers << " stragglers";
+      }
+      break;
+    }
+    case Phase::kReport:
+      o << "lumos-train report round: " << waiting_ << " waiting";
+      break;
+    default:
+      o << (finished() ? "finished" : "idle");
+  }
+  return o.str();
+}
+
+void LumosTrainJob::LogSummary(Logger& log, uint64_t job_id) const {
+  const LumosTrainSummary& s = summary_;
+  log.Info("job_finished", {{"job", job_id},
+                            {"kind", "lumos-train"},
+                            {"verified", succeeded()},
+                            {"participants", s.participants},
+                            {"ready", s.ready},
+                            {"refused", s.refused.size()},
+                            {"missed_setup", s.missed_setup.size()},
+                            {"missed_report", s.missed_report.size()},
+                            {"model", options_.shape.layer == gnn::LayerKind::kGat ? "gat" : "gcn"},
+                            {"privacy", options_.paper ? "paper" : "strict"},
+                            {"tree", options_.ego_star ? "ego" : "tree"},
+                            {"epochs", options_.epochs},
+                            {"epochs_updated", s.epochs_updated},
+                            {"parameters", layout_.total},
+                            {"final_train_accuracy", s.final_accuracy[0]},
+                            {"final_validation_accuracy", s.final_accuracy[1]},
+                            {"final_test_accuracy", s.final_accuracy[2]},
+                            {"best_epoch", s.best_epoch},
+                            {"best_validation", s.best_validation},
+                            {"test_at_best", s.test_at_best},
+                            {"stragglers", s.stragglers},
+                            {"discarded", s.discarded},
+                            {"bytes_down_per_device_epoch", s.bytes_down_per_device_epoch},
+                            {"bytes_up_per_device_epoch", s.bytes_up_per_device_epoch},
+                            {"summaries", s.summaries},
+                            {"epsilon_budget", static_cast<double>(options_.epsilon)},
+                            {"label_epsilon", static_cast<double>(options_.label_epsilon)},  // used in strict mode only
+                            {"epsilon_all_receivers", s.epsilon_all_receivers},
+                            {"epsilon_per_receiver", s.epsilon_per_receiver},
+                            {"seconds_setup", s.seconds_setup},
+                            {"seconds_epochs", s.seconds_epochs},
+                            {"seconds_report", s.seconds_report},
+                            {"epochs_file", s.epochs_path},
+                            {"parameters_file", s.parameters_path},
+                            {"ignored", s.ignored},
+                            {"error", s.error},
+                            {"protocol_errors", s.protocol_errors}});
+  log.Info("privacy_ledger",
+           {{"job", job_id},
+            {"phase", "lumos-train"},
+            {"note",
+             "server learns: per device and epoch its tree's gradient contribution and its metrics (split, labelled, "
+             "loss, prediction correct, pool size); at the end its workload, message counts and feature-release "
+             "epsilon; never a feature, label or neighbour"},
+            {"paper_mode", options_.paper}});
+}
+
+}  // namespace nodefl::server::jobs

@@ -1,0 +1,455 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// The lumos-train coordinator (Lumos Sec. VI) without devices: the test
+// plays four devices by hand over the contract
+// (protocol/lumos/train_format.h) and checks setup (the shape, the split of
+// SplitNodes), the parameters sent every epoch, the averaged Adam step
+// against server/lumos/training's Adam on a copy, a straggler ended by the
+// deadline, malformed gradient records dropped as protocol errors, the
+// evaluation epoch, the report round and the outputs; also the plan's
+// options (lumos_train=node needs the dataset's dimensions).
+#include "nodefl/server/jobs/lumos_train_job.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nodefl/core/little_endian.h"
+#include "nodefl/server/core/config.h"
+#include "nodefl/server/jobs/job_catalog.h"
+#include "nodefl/server/jobs/job_factory.h"
+#include "nodefl/server/jobs/job_options.h"
+#include "nodefl/server/jobs/lumos_kind.h"
+#include "nodefl/server/lumos/training/adam.h"
+#include "nodefl/server/lumos/training/central.h"
+#include "nodefl/server/lumos/training/splits.h"
+
+namespace nodefl::server::jobs {
+namespace {
+
+namespace tf = nodefl::lumos;
+namespace sl = nodefl::server::lumos;
+
+constexpr uint64_t kMs = 1000;
+
+nodefl_wire_JobReport Report(StatusCode code = StatusCode::kOk) {
+  nodefl_wire_JobReport r = nodefl_wire_JobReport_init_zero;
+  r.kind = nodefl_wire_JobKind_JOB_KIND_LUMOS_TRAIN;
+  r.code = static_cast<uint32_t>(code);
+  return r;
+}
+
+gnn::ModelShape Shape() {
+  gnn::ModelShape s;
+  s.features = 120;  // enough parameters for three records
+  s.classes = 3;
+  return s;
+}
+
+LumosTrainOptions Options2Epochs(const std::string& output_dir = {}) {
+  LumosTrainOptions o;
+  o.job_id = 9;
+  o.shape = Shape();
+  o.epochs = 2;
+  o.seed = 7;
+  o.split_seed = 1;
+  o.round_deadline_ms = 1000;
+  o.epoch_deadline_ms = 1000;
+  o.output_dir = output_dir;
+  return o;
+}
+
+std::vector<uint8_t> Record(uint32_t first, const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(4 + 4 * values.size());
+  StoreU32Le(first, bytes.data());
+  for (size_t i = 0; i < values.size(); ++i) StoreF32Le(values[i], bytes.data() + 4 + 4 * i);
+  return bytes;
+}
+
+std::vector<uint8_t> Metrics(uint32_t epoch, sl::Split split, bool trained, bool correct, double loss) {
+  tf::TrainMetrics m;
+  m.epoch = epoch;
+  m.split = static_cast<uint8_t>(split);
+  m.labelled = true;
+  m.trained = trained;
+  m.correct = correct;
+  m.pool = 3;
+  m.loss = loss;
+  std::vector<uint8_t> bytes(tf::kTrainMetricsBytes);
+  EXPECT_TRUE(tf::EncodeTrainMetrics(m, ByteSpan(bytes)).ok());
+  return bytes;
+}
+
+// A device's whole gradient, uploaded as kTrainGradient records.
+void Upload(LumosTrainJob& job, uint32_t device, uint32_t round, const std::vector<float>& g, uint64_t now) {
+  for (size_t first = 0; first < g.size(); first += tf::kTrainFloatsPerRecord) {
+    const size_t n = std::min(tf::kTrainFloatsPerRecord, g.size() - first);
+    std::vector<float> part(g.begin() + static_cast<std::ptrdiff_t>(first),
+                            g.begin() + static_cast<std::ptrdiff_t>(first + n));
+    EXPECT_TRUE(job.OnUpload(device, round, tf::kTrainGradient, Record(static_cast<uint32_t>(first), part), now)
+                    .empty());
+  }
+}
+
+// The parameters each device was sent, reassembled; every index exactly once.
+std::map<uint32_t, std::vector<float>> Params(const std::vector<DeviceData>& data, uint32_t round, size_t total) {
+  std::map<uint32_t, std::vector<float>> out;
+  std::map<uint32_t, std::vector<int>> seen;
+  for (const DeviceData& d : data) {
+    if (d.kind != tf::kTrainParams) continue;
+    EXPECT_EQ(d.round, round);
+    EXPECT_GE(d.bytes.size(), 8u);
+    EXPECT_EQ(d.bytes.size() % 4, 0u);
+    const uint32_t first = LoadU32Le(d.bytes.data());
+    const size_t n = (d.bytes.size() - 4) / 4;
+    EXPECT_LE(n, tf::kTrainFloatsPerRecord);
+    std::vector<float>& p = out[d.device];
+    std::vector<int>& s = seen[d.device];
+    p.resize(total);
+    s.resize(total);
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_LT(first + i, total);
+      if (first + i >= total) break;
+      p[first + i] = LoadF32Le(d.bytes.data() + 4 + 4 * i);
+      ++s[first + i];
+    }
+  }
+  for (const auto& [id, s] : seen) {
+    for (size_t i = 0; i < total; ++i) EXPECT_EQ(s[i], 1) << "device " << id << " index " << i;
+  }
+  return out;
+}
+
+tf::TrainParameters Decode(const RoundStart& start) {
+  Result<tf::TrainParameters> p = tf::DecodeTrainParameters(ConstByteSpan(start.parameters));
+  EXPECT_TRUE(p.ok());
+  return p.ok() ? *p : tf::TrainParameters{};
+}
+
+std::vector<float> Gradient(size_t total, float scale) {
+  std::vector<float> g(total);
+  for (size_t i = 0; i < total; ++i) g[i] = scale * (static_cast<float>(i % 17) - 8.0f) / 16.0f;
+  return g;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_FLOAT_EQ(got[i], want[i]) << "index " << i;
+}
+
+TEST(LumosTrainJobTest, RunsEpochsAveragesGradientsAndCountsStragglersAndBadRecords) {
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / "nodefl-lumos-train-job-test";
+  std::filesystem::remove_all(out);
+  const std::vector<uint32_t> ids = {3, 7, 10, 12};
+  LumosTrainJob job(Options2Epochs(out.string()), {12, 3, 10, 7});
+  Result<gnn::ParamLayout> layout = gnn::LayoutOf(Shape());
+  ASSERT_TRUE(layout.ok());
+  const size_t total = layout->total;
+  ASSERT_GT(total, 2 * tf::kTrainFloatsPerRecord);
+
+  // Setup.
+  std::vector<RoundStart> started = job.Begin(0);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].round, 1u);
+  EXPECT_EQ(started[0].devices, ids);
+  const tf::TrainParameters setup = Decode(started[0]);
+  EXPECT_EQ(setup.phase, tf::TrainPhase::kSetup);
+  EXPECT_EQ(setup.parameters, total);
+  EXPECT_EQ(setup.features, 120u);
+  EXPECT_EQ(setup.classes, 3u);
+  EXPECT_EQ(setup.layer, 1u);
+  EXPECT_FALSE(setup.paper);
+  EXPECT_FLOAT_EQ(setup.label_epsilon, 2.0f);
+  EXPECT_EQ(job.layout().total, total);
+  const std::vector<sl::Split> split = sl::SplitNodes(4, 1);
+  std::map<uint32_t, sl::Split> split_of;
+  std::vector<DeviceData> data = job.TakeData();
+  ASSERT_EQ(data.size(), 4u);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(data[i].device, ids[i]);
+    EXPECT_EQ(data[i].kind, tf::kTrainAssignment);
+    EXPECT_EQ(data[i].round, 1u);
+    ASSERT_EQ(data[i].bytes.size(), 1u);
+    EXPECT_EQ(data[i].bytes[0], static_cast<uint8_t>(split[i]));
+    split_of[ids[i]] = split[i];
+  }
+  // Name the devices by split: two training nodes, one validation, one test.
+  std::vector<uint32_t> trainers;
+  uint32_t validator = 0, tester = 0;
+  for (uint32_t id : ids) {
+    if (split_of[id] == sl::Split::kTrain) trainers.push_back(id);
+    if (split_of[id] == sl::Split::kValidation) validator = id;
+    if (split_of[id] == sl::Split::kTest) tester = id;
+  }
+  ASSERT_EQ(trainers.size(), 2u);
+  ASSERT_NE(validator, 0u);
+  ASSERT_NE(tester, 0u);
+
+  for (size_t i = 0; i + 1 < ids.size(); ++i) EXPECT_TRUE(job.OnReport(ids[i], 1, Report(), 10 * kMs).empty());
+  started = job.OnReport(ids.back(), 1, Report(), 10 * kMs);
+
+  // Epoch 1: the initial parameters to everyone.
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].round, 2u);
+  EXPECT_EQ(started[0].devices, ids);
+  tf::TrainParameters p = Decode(started[0]);
+  EXPECT_EQ(p.phase, tf::TrainPhase::kEpoch);
+  EXPECT_EQ(p.epoch, 1u);
+  EXPECT_TRUE(p.train);
+  // One salt for the whole job.
+  EXPECT_EQ(std::vector<uint8_t>(p.salt, p.salt + 16), std::vector<uint8_t>(setup.salt, setup.salt + 16));
+  std::vector<float> expected = sl::InitialParameters(*layout, 7);
+  {
+    const auto sent = Params(job.TakeData(), 2, total);
+    ASSERT_EQ(sent.size(), 4u);
+    for (const auto& [id, values] : sent) EXPECT_EQ(values, expected) << "device " << id;
+  }
+  sl::Adam adam(total, sl::AdamOptions{});
+
+  // The two training nodes and the validation node upload; the test node
+  // straggles.
+  const std::vector<float> ga = Gradient(total, 1.0f), gb = Gradient(total, -0.25f), gc = Gradient(total, 0.5f);
+  Upload(job, trainers[0], 2, ga, 20 * kMs);
+  EXPECT_TRUE(job.OnUpload(trainers[0], 2, tf::kTrainMetrics, Metrics(1, sl::Split::kTrain, true, true, 1.0), 21 * kMs)
+                  .empty());
+  Upload(job, trainers[1], 2, gb, 22 * kMs);
+  EXPECT_TRUE(
+      job.OnUpload(trainers[1], 2, tf::kTrainMetrics, Metrics(1, sl::Split::kTrain, true, false, 2.0), 23 * kMs)
+          .empty());
+  Upload(job, validator, 2, gc, 24 * kMs);
+  EXPECT_TRUE(
+      job.OnUpload(validator, 2, tf::kTrainMetrics, Metrics(1, sl::Split::kValidation, false, true, 0.5), 25 * kMs)
+          .empty());
+  for (uint32_t id : {trainers[0], trainers[1], validator}) EXPECT_TRUE(job.OnReport(id, 2, Report(), 26 * kMs).empty());
+  EXPECT_TRUE(job.Poll(500 * kMs).empty());
+  EXPECT_EQ(job.parameters(), expected);  // nothing before the epoch ends
+  started = job.Poll(1100 * kMs);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].round, 3u);
+  EXPECT_EQ(started[0].devices, ids);  // the straggler is asked again
+  {
+    std::vector<float> mean(total);
+    for (size_t i = 0; i < total; ++i) mean[i] = (ga[i] + gb[i] + gc[i]) / 2.0f;
+    ASSERT_TRUE(adam.Step(std::span<float>(expected), std::span<const float>(mean)));
+    ExpectNear(job.parameters(), expected);
+  }
+  ASSERT_EQ(job.epochs().size(), 1u);
+  {
+    const LumosTrainEpoch& e = job.epochs()[0];
+    EXPECT_TRUE(e.train);
+    EXPECT_TRUE(e.updated);
+    EXPECT_TRUE(e.deadline);
+    EXPECT_EQ(e.devices, 4u);
+    EXPECT_EQ(e.done, 3u);
+    EXPECT_EQ(e.stragglers, 1u);
+    EXPECT_EQ(e.trained, 2u);
+    EXPECT_DOUBLE_EQ(e.loss, 1.5);
+    EXPECT_DOUBLE_EQ(e.accuracy[0], 0.5);
+    EXPECT_DOUBLE_EQ(e.accuracy[1], 1.0);
+    EXPECT_DOUBLE_EQ(e.accuracy[2], 0.0);
+    EXPECT_DOUBLE_EQ(e.validation_loss, 0.5);
+    EXPECT_EQ(e.bytes_up, 4 * total + 4 * 3);  // three records per device
+    EXPECT_EQ(e.bytes_down, 4 * total + 4 * 3);
+  }
+
+  // Epoch 2: the new parameters; a record past the end and a NaN spoil two
+  // contributions; the rest average over the one loss left.
+  {
+    const auto sent = Params(job.TakeData(), 3, total);
+    ASSERT_EQ(sent.size(), 4u);
+    for (const auto& [id, values] : sent) EXPECT_EQ(values, job.parameters()) << "device " << id;
+  }
+  EXPECT_EQ(Decode(started[0]).epoch, 2u);
+  // A metrics record of the old epoch is stale, not an error.
+  EXPECT_TRUE(job.OnUpload(tester, 2, tf::kTrainMetrics, Metrics(1, sl::Split::kTest, false, true, 0.1), 1200 * kMs)
+                  .empty());
+  EXPECT_EQ(job.summary().protocol_errors, 0u);
+  Upload(job, trainers[0], 3, ga, 1200 * kMs);
+  EXPECT_TRUE(job.OnUpload(trainers[0], 3, tf::kTrainGradient,
+                           Record(static_cast<uint32_t>(total - 10), std::vector<float>(20, 1.0f)), 1201 * kMs)
+                  .empty());
+  EXPECT_EQ(job.summary().protocol_errors, 1u);
+  EXPECT_TRUE(job.OnUpload(trainers[0], 3, tf::kTrainMetrics, Metrics(2, sl::Split::kTrain, true, true, 0.8), 1202 * kMs)
+                  .empty());
+  std::vector<float> bad = Gradient(total, 0.5f);
+  bad[5] = std::numeric_limits<float>::quiet_NaN();
+  Upload(job, validator, 3, bad, 1203 * kMs);
+  EXPECT_EQ(job.summary().protocol_errors, 2u);
+  EXPECT_TRUE(
+      job.OnUpload(validator, 3, tf::kTrainMetrics, Metrics(2, sl::Split::kValidation, false, false, 0.7), 1204 * kMs)
+          .empty());
+  Upload(job, trainers[1], 3, gb, 1205 * kMs);
+  EXPECT_TRUE(job.OnUpload(trainers[1], 3, tf::kTrainMetrics, Metrics(2, sl::Split::kTrain, true, true, 0.6), 1206 * kMs)
+                  .empty());
+  // The test node: no gradient (its tree had nothing to send), metrics only.
+  started = job.OnUpload(tester, 3, tf::kTrainMetrics, Metrics(2, sl::Split::kTest, false, true, 0.4), 1207 * kMs);
+  ASSERT_EQ(started.size(), 1u);  // everyone done: no deadline needed
+  EXPECT_EQ(started[0].round, 4u);
+  ASSERT_TRUE(adam.Step(std::span<float>(expected), std::span<const float>(gb)));
+  ExpectNear(job.parameters(), expected);
+  ASSERT_EQ(job.epochs().size(), 2u);
+  {
+    const LumosTrainEpoch& e = job.epochs()[1];
+    EXPECT_TRUE(e.updated);
+    EXPECT_FALSE(e.deadline);
+    EXPECT_EQ(e.done, 4u);
+    EXPECT_EQ(e.stragglers, 0u);
+    EXPECT_EQ(e.trained, 1u);
+    EXPECT_EQ(e.discarded, 2u);
+    EXPECT_DOUBLE_EQ(e.loss, 0.6);
+    EXPECT_DOUBLE_EQ(e.accuracy[2], 1.0);
+  }
+  EXPECT_EQ(job.summary().protocol_errors, 2u);
+  EXPECT_EQ(job.summary().discarded, 2u);
+
+  // The evaluation epoch: no update, zero or absent gradients both fine.
+  const tf::TrainParameters eval = Decode(started[0]);
+  EXPECT_EQ(eval.epoch, 3u);
+  EXPECT_FALSE(eval.train);
+  (void)job.TakeData();
+  Upload(job, trainers[0], 4, std::vector<float>(total, 0.0f), 1300 * kMs);
+  EXPECT_TRUE(job.OnUpload(trainers[0], 4, tf::kTrainMetrics, Metrics(3, sl::Split::kTrain, false, true, 0.3), 1301 * kMs)
+                  .empty());
+  EXPECT_TRUE(
+      job.OnUpload(trainers[1], 4, tf::kTrainMetrics, Metrics(3, sl::Split::kTrain, false, true, 0.5), 1302 * kMs)
+          .empty());
+  EXPECT_TRUE(
+      job.OnUpload(validator, 4, tf::kTrainMetrics, Metrics(3, sl::Split::kValidation, false, true, 0.2), 1303 * kMs)
+          .empty());
+  started = job.OnUpload(tester, 4, tf::kTrainMetrics, Metrics(3, sl::Split::kTest, false, false, 0.9), 1304 * kMs);
+  ASSERT_EQ(started.size(), 1u);
+  ExpectNear(job.parameters(), expected);
+  ASSERT_EQ(job.epochs().size(), 3u);
+  EXPECT_FALSE(job.epochs()[2].train);
+  EXPECT_FALSE(job.epochs()[2].updated);
+  EXPECT_DOUBLE_EQ(job.epochs()[2].loss, 0.4);  // the training nodes' mean loss
+
+  // Report round.
+  EXPECT_EQ(started[0].round, 5u);
+  EXPECT_EQ(Decode(started[0]).phase, tf::TrainPhase::kReport);
+  EXPECT_EQ(started[0].devices, ids);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    tf::TrainSummary s;
+    s.workload = 2;
+    s.epochs = 2;
+    s.epsilon_all_receivers = 1.0 + static_cast<double>(i);
+    s.epsilon_per_receiver = 0.5 + static_cast<double>(i);
+    std::vector<uint8_t> bytes(tf::kTrainSummaryBytes);
+    ASSERT_TRUE(tf::EncodeTrainSummary(s, ByteSpan(bytes)).ok());
+    EXPECT_TRUE(job.OnUpload(ids[i], 5, tf::kTrainSummary, bytes, 1400 * kMs).empty());
+    EXPECT_FALSE(job.finished());
+    EXPECT_TRUE(job.OnReport(ids[i], 5, Report(), 1401 * kMs).empty());
+  }
+  ASSERT_TRUE(job.finished());
+  EXPECT_TRUE(job.succeeded()) << job.summary().error;
+  const LumosTrainSummary& s = job.summary();
+  EXPECT_EQ(s.ready, 4u);
+  EXPECT_EQ(s.epochs_updated, 2u);
+  EXPECT_EQ(s.stragglers, 1u);
+  EXPECT_EQ(s.summaries, 4u);
+  EXPECT_DOUBLE_EQ(s.epsilon_all_receivers, 4.0);
+  EXPECT_DOUBLE_EQ(s.epsilon_per_receiver, 3.5);
+  EXPECT_DOUBLE_EQ(s.final_accuracy[0], 1.0);
+  EXPECT_DOUBLE_EQ(s.final_accuracy[1], 1.0);
+  EXPECT_DOUBLE_EQ(s.final_accuracy[2], 0.0);
+  EXPECT_EQ(s.best_epoch, 1u);  // validation 1.0 first reached in epoch 1
+  EXPECT_DOUBLE_EQ(s.test_at_best, 0.0);
+  EXPECT_TRUE(s.missed_report.empty());
+
+  // Outputs: one line per epoch and the final parameters.
+  std::ifstream epochs(out / "lumos-train-epochs.tsv");
+  size_t lines = 0;
+  for (std::string line; std::getline(epochs, line);) ++lines;
+  EXPECT_EQ(lines, 4u);
+  EXPECT_EQ(std::filesystem::file_size(out / "lumos-train-parameters.bin"), 4 * total);
+  std::filesystem::remove_all(out);
+}
+
+TEST(LumosTrainJobTest, RefusedSetupLeavesTheDeviceOutAndUnreachableDevicesStraggle) {
+  LumosTrainOptions o = Options2Epochs();
+  o.epochs = 1;
+  LumosTrainJob job(o, {1, 2, 3});
+  ASSERT_EQ(job.Begin(0).size(), 1u);
+  (void)job.TakeData();
+  EXPECT_TRUE(job.OnReport(1, 1, Report(StatusCode::kFailedPrecondition), kMs).empty());
+  EXPECT_TRUE(job.OnReport(2, 1, Report(), kMs).empty());
+  // Device 3 never answers: the deadline ends setup.
+  std::vector<RoundStart> started = job.Poll(1001 * kMs + kMs);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].devices, std::vector<uint32_t>{2});
+  EXPECT_EQ(job.summary().refused, std::vector<uint32_t>{1});
+  EXPECT_EQ(job.summary().missed_setup, std::vector<uint32_t>{3});
+  // Device 2 is unreachable: the epoch ends at once, nothing to update.
+  job.OnUndeliverable(2, 1100 * kMs);
+  started = job.Poll(1100 * kMs);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_FALSE(Decode(started[0]).train);  // the evaluation epoch asks device 2 again
+  EXPECT_EQ(started[0].devices, std::vector<uint32_t>{2});
+  ASSERT_EQ(job.epochs().size(), 1u);
+  EXPECT_EQ(job.epochs()[0].stragglers, 1u);
+  EXPECT_FALSE(job.epochs()[0].updated);
+  started = job.Poll(2200 * kMs);  // evaluation deadline
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_TRUE(job.Poll(3300 * kMs).empty());  // report deadline
+  EXPECT_TRUE(job.finished());
+  EXPECT_FALSE(job.succeeded());  // no epoch updated
+  EXPECT_EQ(job.summary().missed_report, std::vector<uint32_t>{2});
+}
+
+TEST(LumosTrainJobTest, ABadShapeFinishesWithAnError) {
+  LumosTrainOptions o = Options2Epochs();
+  o.shape.layer = gnn::LayerKind::kGat;
+  o.shape.hidden = 15;  // not divisible by 4 heads
+  LumosTrainJob job(o, {1, 2});
+  EXPECT_TRUE(job.Begin(0).empty());
+  EXPECT_TRUE(job.finished());
+  EXPECT_FALSE(job.succeeded());
+  EXPECT_FALSE(job.summary().error.empty());
+}
+
+TEST(LumosTrainPlan, TrainingIsAnOptionalThirdStageThatNeedsTheDatasetsDimensions) {
+  ServerConfig config = DefaultServerConfigWithJobs();
+  config.tls_ca_cert = "ca.crt";
+  config.tls_server_cert = "server.crt";
+  config.tls_server_key = "server.key";
+  config.credentials_dir = "creds";
+  config.job = "lumos-trees";
+  EXPECT_TRUE(ValidateConfig(config).ok) << ValidateConfig(config).message;
+  EXPECT_EQ(JobStages(config), (std::vector<std::string>{"secure-compare", "lumos-trim"}));
+  ASSERT_TRUE(SetConfigValue(config, "lumos_train", "node").ok);
+  ConfigStatus status = ValidateConfig(config);
+  EXPECT_FALSE(status.ok);
+  EXPECT_NE(status.message.find("lumos_features: required with lumos_train=node"), std::string::npos)
+      << status.message;
+  ASSERT_TRUE(SetConfigValue(config, "lumos_features", "1433").ok);
+  status = ValidateConfig(config);
+  EXPECT_NE(status.message.find("lumos_classes: required with lumos_train=node"), std::string::npos)
+      << status.message;
+  ASSERT_TRUE(SetConfigValue(config, "lumos_classes", "7").ok);
+  EXPECT_TRUE(ValidateConfig(config).ok) << ValidateConfig(config).message;
+  EXPECT_EQ(JobStages(config), (std::vector<std::string>{"secure-compare", "lumos-trim", "lumos-train"}));
+  Options<LumosJobConfig>(config).model = "sage";
+  EXPECT_NE(ValidateConfig(config).message.find("lumos_model: 'sage' is not gcn or gat"), std::string::npos);
+  Options<LumosJobConfig>(config).model = "gat";
+  Options<LumosJobConfig>(config).epsilon = 0;
+  EXPECT_NE(ValidateConfig(config).message.find("lumos_epsilon"), std::string::npos);
+  Options<LumosJobConfig>(config).epsilon = 2;
+  Options<LumosJobConfig>(config).train = "graph";
+  EXPECT_NE(ValidateConfig(config).message.find("lumos_train: 'graph' is not off or node"), std::string::npos);
+  Options<LumosJobConfig>(config).train = "node";
+  Options<LumosJobConfig>(config).privacy = "paper";
+  Options<LumosJobConfig>(config).method = "mcmc";
+  EXPECT_TRUE(ValidateConfig(config).ok) << ValidateConfig(config).message;
+  EXPECT_EQ(JobStages(config), (std::vector<std::string>{"secure-compare", "lumos-mcmc", "lumos-train"}));
+  // Without a finished trimming stage there is nothing to train on.
+  EXPECT_EQ(MakeJob(config, "lumos-train", 3, {1, 2}, nullptr), nullptr);
+}
+
+}  // namespace
+}  // namespace nodefl::server::jobs
