@@ -24,6 +24,12 @@
 #   --method M             exact (default) or mcmc; mcmc runs paper mode only
 #                          and costs about 3 s per iteration on karate here
 #                          (docs/benchmarks.md): give --mcmc-iterations
+#   --train                then train Lumos's tree GNN on the devices (node
+#                          classification; the dataset needs features.tsv and
+#                          labels.tsv) and the centralized baseline beside it
+#   --model M              gcn (default) or gat, with --train
+#   --epochs N             training epochs (default 100; Lumos trained 300)
+#   --tree T               tree (default, Lumos Sec. V-A) or ego (w.o. VN)
 #   --mcmc-iterations N    MCMC iterations of the reference and, with --method
 #                          mcmc, of the job (default as Lumos Sec. VI-A: 300
 #                          for lastfm, 1000 otherwise)
@@ -52,6 +58,10 @@ graph=../shared/datasets/karate
 out=
 modes=
 method=exact
+train=0
+model=gcn
+epochs=100
+tree=tree
 mcmc=
 build=1
 build_dir=build/host
@@ -62,12 +72,16 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 die() { echo "run-lumos.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --graph|--out|--modes|--mode|--method|--mcmc-iterations|--build-dir)
+    --graph|--out|--modes|--mode|--method|--mcmc-iterations|--build-dir|--model|--epochs|--tree)
       [[ $# -ge 2 ]] || die "$1 needs a value (see --help)" ;;&
     --graph) graph=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --modes|--mode) modes=$2; shift 2 ;;
     --method) method=$2; shift 2 ;;
+    --train) train=1; shift ;;
+    --model) model=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
+    --tree) tree=$2; shift 2 ;;
     --mcmc-iterations) mcmc=$2; shift 2 ;;
     --build-dir) build_dir=$2; shift 2 ;;
     --no-build) build=0; shift ;;
@@ -81,6 +95,18 @@ done
 [[ -d $graph ]] || die "no dataset folder '$graph' (--graph DIR: a folder with edges.tsv)"
 [[ -f $graph/edges.tsv ]] || die "no edges.tsv in '$graph' (--graph DIR: a dataset in the shared TSV layout)"
 [[ $method == exact || $method == mcmc ]] || die "--method is exact or mcmc, not '$method'"
+[[ $model == gcn || $model == gat ]] || die "--model is gcn or gat, not '$model'"
+[[ $tree == tree || $tree == ego ]] || die "--tree is tree or ego, not '$tree'"
+[[ $epochs =~ ^[0-9]+$ && $epochs -gt 0 ]] || die "--epochs must be a positive integer, not '$epochs'"
+features=0
+classes=0
+if [[ $train == 1 ]]; then
+  [[ -s $graph/features.tsv ]] ||
+    die "--train needs node features: $graph has no features.tsv (train on a dataset with features, e.g. cora)"
+  [[ -s $graph/labels.tsv ]] || die "--train needs labels: $graph has no labels.tsv"
+  features=$(awk -F'\t' '$2 + 1 > m { m = $2 + 1 } END { print m + 0 }' "$graph/features.tsv")
+  classes=$(awk -F'\t' '$2 + 1 > m { m = $2 + 1 } END { print m + 0 }' "$graph/labels.tsv")
+fi
 if [[ -z ${modes// /} ]]; then
   if [[ $method == mcmc ]]; then modes=paper; else modes="strict paper"; fi
 fi
@@ -114,10 +140,10 @@ if [[ $build == 1 ]]; then
   echo "== building ($build_dir)"
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$build_dir" -j "${NODEFL_JOBS:-2}" \
-    --target nodefl-server nodefl-emulate nodefl-ca nodefl-lumos-trim-reference
+    --target nodefl-server nodefl-emulate nodefl-ca nodefl-lumos-trim-reference nodefl-lumos-central
 fi
 bin=$build_dir/bin
-for tool in nodefl-server nodefl-emulate nodefl-ca nodefl-lumos-trim-reference; do
+for tool in nodefl-server nodefl-emulate nodefl-ca nodefl-lumos-trim-reference nodefl-lumos-central; do
   [[ -x $bin/$tool ]] || { echo "run-lumos.sh: no $bin/$tool (build it: drop --no-build, or give --build-dir)" >&2; exit 1; }
 done
 mkdir -p "$root"
@@ -177,11 +203,23 @@ table=()
 row_format='%-22s %6s %5s %7s  %-22s %12s %8s  %s'
 plot_tsv=
 plot_mode=
+train_table=()
 for mode in $modes; do
   out=$root/$mode
   rm -rf "$out"
   mkdir -p "$out"
   log=$out/server.log
+  train_server_args=()
+  train_emulator_args=()
+  if [[ $train == 1 ]]; then
+    train_server_args=(--lumos_train node --lumos_features "$features" --lumos_classes "$classes"
+                       --lumos_model "$model" --lumos_epochs "$epochs" --lumos_tree "$tree"
+                       --lumos_epoch_deadline_ms 1800000)
+    train_emulator_args=(--lumos-train)
+    # Paper mode releases raw features and labels: the devices must be told
+    # to allow unbounded releases (their default budget refuses them).
+    [[ $mode == paper ]] && train_emulator_args+=(--unlimited-budget)
+  fi
   echo
   echo "== Lumos trees on $name: $n devices, $mode mode (outputs in $out)"
   started=$(date +%s.%N)
@@ -194,7 +232,7 @@ for mode in $modes; do
       --max_devices $((n + 100)) --job lumos-trees --lumos_privacy "$mode" --exit_after_jobs 1 \
       --idle_timeout_ms 3600000 --heartbeat_interval_ms 600000 --job_round_deadline_ms 1800000 \
       --compare_session_timeout_ms 3600000 --lumos_step_deadline_ms 1800000 \
-      --lumos_method "$method" --lumos_mcmc_iterations "$mcmc" \
+      --lumos_method "$method" --lumos_mcmc_iterations "$mcmc" "${train_server_args[@]}" \
       --output_dir "$out" "${server_args[@]}" >/dev/null 2>"$log" &
     server_pid=$!
     for _ in $(seq 100); do
@@ -210,7 +248,7 @@ for mode in $modes; do
   [[ $listening == 1 ]] || { echo "run-lumos.sh: the server did not start:" >&2; cat "$log" >&2 2>/dev/null; exit 1; }
   run=0
   $bin/nodefl-emulate --graph "$graph" --bundle "$pki/devices/devices.bundle" --server "127.0.0.1:$port" \
-    --job lumos-trees --compare-sessions "$sessions" --threads "$(nproc)" --timeout 7200 \
+    --job lumos-trees --compare-sessions "$sessions" --threads "$(nproc)" --timeout 7200 "${train_emulator_args[@]}" \
     >"$out/emulator.txt" || run=$?
   wait "$server_pid" || run=$?
   server_pid=
@@ -296,6 +334,25 @@ for mode in $modes; do
     echo "-- optimum: exact $optimum (reference); the paper's MCMC reached max workload ${t_max:--}" \
       "(the plaintext reference's MCMC: $(refrow mcmc 2) after $mcmc iterations): reaches the optimum: $reaches"
   fi
+  if [[ $train == 1 ]]; then
+    if ! grep -qE "event=job_finished .*kind=lumos-train " "$log"; then
+      echo "run-lumos.sh: the server log has no job_finished for lumos-train ($log)"
+      run=1
+    else
+      [[ $(field lumos-train verified) == true ]] || { echo "run-lumos.sh: lumos-train unverified: error=\"$(field lumos-train error)\""; run=1; }
+      echo "-- training, lumos-train ($model, $tree, $epochs epochs): accuracy train $(fmt "$(field lumos-train final_train_accuracy)")," \
+        "validation $(fmt "$(field lumos-train final_validation_accuracy)"), test $(fmt "$(field lumos-train final_test_accuracy)");" \
+        "best validation $(fmt "$(field lumos-train best_validation)") at epoch $(field lumos-train best_epoch), test there" \
+        "$(fmt "$(field lumos-train test_at_best)"); bytes per device per epoch down $(field lumos-train bytes_down_per_device_epoch)," \
+        "up $(field lumos-train bytes_up_per_device_epoch); stragglers $(field lumos-train stragglers);" \
+        "feature epsilon $(field lumos-train epsilon_budget) (all receivers: max $(fmt "$(field lumos-train epsilon_all_receivers)"));" \
+        "$(fmt "$(field lumos-train seconds_epochs)") s of epochs (curve: $out/lumos-train-epochs.tsv)"
+      train_table+=("$(printf '%-28s %9s %9s %9s %12s %10s' "lumos $model $tree, $mode" \
+        "$(fmt "$(field lumos-train final_test_accuracy)")" "$(fmt "$(field lumos-train test_at_best)")" \
+        "$(field lumos-train bytes_down_per_device_epoch)" "$(field lumos-train bytes_up_per_device_epoch)" \
+        "$(fmt "$(field lumos-train seconds_epochs)")")")
+    fi
+  fi
   echo "-- devices ($out/emulator.txt)"
   sed 's/^/   /' "$out/emulator.txt"
   echo "-- $mode mode: exit $run, wall $wall s"
@@ -329,6 +386,29 @@ echo " two-party sessions, the reference's rows what each method would need if e
 echo " msgs / steps: the trimming stage's sealed messages and drain steps (MCMC: iterations); seconds: the jobs' stage times, the"
 echo " reference's compute time. MCMC is the paper's Alg. 2 from greedy; strict mode keeps comparison results"
 echo " and kept lists on the devices, paper mode reports them and the server checks coverage.)"
+
+if [[ $train == 1 ]]; then
+  # The centralized baseline: the same layer code, model, epochs and split
+  # (the server's lumos_split_seed default, 1), on the whole graph.
+  central=$root/central-$model.txt
+  $bin/nodefl-lumos-central --graph "$graph" --model "$model" --epochs "$epochs" --every 0 \
+    --output "$root/central-$model-epochs.tsv" >"$central" 2>"$root/central-$model.log" || {
+    echo "run-lumos.sh: the centralized baseline failed:" >&2
+    cat "$root/central-$model.log" >&2
+    status=1
+  }
+  echo
+  echo "== training: $name, node classification, $model, $epochs epochs (test accuracy: at the last epoch, and at"
+  echo "   the epoch of best validation accuracy; bytes per device per epoch)"
+  printf '%-28s %9s %9s %9s %12s %10s\n' run "test" "test@best" "bytes down" "bytes up" seconds
+  for row in "${train_table[@]}"; do echo "$row"; done
+  if [[ -s $central ]]; then
+    c_test=$(sed -n 's/.*last epoch train [0-9.]* validation [0-9.]* test \([0-9.]*\).*/\1/p' "$central")
+    c_best=$(sed -n 's/.*best validation [0-9.]* at epoch [0-9]*, test \([0-9.]*\) there.*/\1/p' "$central")
+    c_secs=$(sed -n 's/.*; \([0-9.]*\) s$/\1/p' "$central")
+    printf '%-28s %9s %9s %9s %12s %10s\n' "central $model (baseline)" "${c_test:--}" "${c_best:--}" - - "${c_secs:--}"
+  fi
+fi
 
 if [[ $plot == 1 ]]; then
   png=$root/workloads-cdf.png

@@ -202,6 +202,28 @@ Status EmulatedDevice::Init() {
     NODEFL_TRY(mcmc_role_->Init());
     NODEFL_TRY(session_->AddRole(*mcmc_role_));
   }
+  if (trims && fleet_.lumos_train) {
+    train_peers_.resize(neighbours);
+    train_keys_.resize(neighbours);
+    for (uint32_t i = 0; i < neighbours; ++i) train_peers_[i].id = train_keys_[i].id = setup_.neighbours[i];
+    // Room for the widest model the fleet was told to expect (GAT needs
+    // more than GCN) on a tree of every neighbour.
+    lumos::TrainParameters widest;
+    widest.layer = 2;
+    widest.features = fleet_.train_features;
+    widest.hidden = static_cast<uint16_t>(fleet_.train_hidden);
+    widest.out = static_cast<uint16_t>(fleet_.train_out);
+    widest.heads = 1;
+    widest.classes = static_cast<uint16_t>(fleet_.train_classes);
+    train_memory_.resize(lumos::TrainRoleMemory(widest, neighbours, neighbours));
+    train_role_ = std::make_unique<lumos::LumosTrainRole>(
+        setup_.id, Span<lumos::TrainPeer>(train_peers_), Span<roles::KeyedPeer>(train_keys_),
+        ByteSpan(train_memory_), credentials_, &crypto::DrbgRandom, &drbg_, noise_drbg_, *ledger_);
+    if (fleet_.shared_pair_keys != nullptr) train_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
+    NODEFL_TRY(train_role_->Init());
+    train_role_->SetData(Span<const float>(setup_.features), setup_.label);
+    NODEFL_TRY(session_->AddRole(*train_role_));
+  }
   return Status::Ok();
 }
 
@@ -220,6 +242,7 @@ bool EmulatedDevice::finished() const {
   if (fleet_.job == "fedwalk") return walk_role_ && walk_role_->finished();
   if (fleet_.job == "secure-compare") return compare_role_ && compare_role_->finished();
   if (fleet_.job == "lumos-trees") {
+    if (train_role_) return train_role_->finished();
     return (trim_role_ && trim_role_->finished()) || (mcmc_role_ && mcmc_role_->finished());
   }
   if (fleet_.job == "fedwalk-hct") return hct_role_ && hct_role_->finished();
@@ -561,6 +584,19 @@ void EmulatedDevice::NoteProgress() {
                                           (trim_reported_.searches_sent + trim_reported_.echoes_sent));
     fleet_.stats->trim_steps.fetch_add(t.steps - trim_reported_.steps);
     trim_reported_ = t;
+  }
+  if (train_role_ && !train_bound_ &&
+      ((trim_role_ && trim_role_->finished()) || (mcmc_role_ && mcmc_role_->finished()))) {
+    // Training starts from the trees the trimming stage left.
+    train_bound_ = true;
+    const std::vector<std::pair<uint32_t, bool>> kept = LumosOrientation();
+    for (size_t i = 0; i < kept.size() && i < train_peers_.size(); ++i) train_peers_[i].keep = kept[i].second;
+    train_role_->Bind();
+  }
+  if (train_role_) {
+    const uint32_t epochs = train_role_->stats().epochs;
+    if (epochs >= train_epochs_reported_) fleet_.stats->train_epochs.fetch_add(epochs - train_epochs_reported_);
+    train_epochs_reported_ = epochs;
   }
   if (mcmc_role_) {
     const auto& m = mcmc_role_->stats();

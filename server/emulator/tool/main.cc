@@ -57,6 +57,9 @@ struct Options {
   bool shared_pair_keys = true;
   uint32_t max_neighbours = 0;  // 0: every device keeps all its neighbours
   nodefl::PrivacyBudget budget;
+  bool lumos_train = false;
+  uint32_t train_hidden = 16;
+  uint32_t train_out = 16;
 };
 
 void PrintHelp() {
@@ -94,6 +97,11 @@ void PrintHelp() {
       "  --codebook-capacity K    fedwalk-hct: codebook entries each device can keep per\n"
       "                           neighbour, plus 1024 spare (default 8; rows at the paper's\n"
       "                           epsilon hold 1-3 entries; a device out of room reports it)\n"
+      "  --lumos-train            lumos-trees: the devices also serve Lumos training (the\n"
+      "                           server's lumos_train=node); features and labels come from\n"
+      "                           the dataset's features.tsv and labels.tsv\n"
+      "  --train-hidden N, --train-out N  widths the devices make room for (default 16; the\n"
+      "                           server's lumos model must not be wider)\n"
       "  --keep-tree              fedwalk-hct: every device also keeps the published tree\n"
       "                           and the whole bin plan (~13 bytes per vertex per device)\n"
       "  --no-shared-pair-keys    fedwalk: every device checks its peers' certificates and\n"
@@ -136,6 +144,10 @@ std::optional<Options> Parse(int argc, char** argv) {
     }
     if (arg == "--keep-tree") {
       o.keep_tree = true;
+      continue;
+    }
+    if (arg == "--lumos-train") {
+      o.lumos_train = true;
       continue;
     }
     if (arg == "--no-shared-pair-keys") {
@@ -230,6 +242,10 @@ std::optional<Options> Parse(int argc, char** argv) {
         std::fprintf(stderr, "nodefl-emulate: --fedwalk-mode is strict or paper, not '%s'\n", v);
         return std::nullopt;
       }
+    } else if (arg == "--train-hidden" || arg == "--train-out") {
+      const auto n = count(4096);
+      if (!n) return std::nullopt;
+      (arg == "--train-hidden" ? o.train_hidden : o.train_out) = static_cast<uint32_t>(*n);
     } else if (arg == "--compare-sessions") {
       const auto n = count(64);
       if (!n) return std::nullopt;
@@ -286,6 +302,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   const nodefl::dataset::Graph& g = loaded.graph;
+  if (opt->lumos_train && (opt->job != "lumos-trees" || g.num_feature_dims == 0 || g.num_label_classes == 0)) {
+    std::fprintf(stderr, "nodefl-emulate: --lumos-train needs --job lumos-trees and a dataset with features.tsv and "
+                         "labels.tsv (%s has %u features, %u classes)\n",
+                 opt->graph.c_str(), g.num_feature_dims, g.num_label_classes);
+    return 1;
+  }
   const uint32_t n = opt->devices == 0 ? g.num_nodes : std::min(opt->devices, g.num_nodes);
 
   std::string note;
@@ -342,6 +364,11 @@ int main(int argc, char** argv) {
   fleet.compare_contexts = opt->compare_sessions;
   fleet.budget = opt->budget;
   fleet.max_neighbours = opt->max_neighbours;
+  fleet.lumos_train = opt->lumos_train;
+  fleet.train_hidden = opt->train_hidden;
+  fleet.train_out = opt->train_out;
+  fleet.train_features = g.num_feature_dims;
+  fleet.train_classes = g.num_label_classes;
   nodefl::emulator::SharedPairKeys shared_pair_keys;
   if (opt->shared_pair_keys) fleet.shared_pair_keys = &shared_pair_keys;
 
@@ -365,6 +392,14 @@ int main(int argc, char** argv) {
       setup.neighbours.assign(chosen.begin(), chosen.end());
     }
     expected += setup.neighbours.size() * uint64_t{opt->messages_per_edge};
+    if (opt->lumos_train) {
+      // The node's own data, as the app on a phone would hold it.
+      setup.features.assign(g.num_feature_dims, 0.0f);
+      for (uint64_t i = g.feature_offsets[v]; i < g.feature_offsets[v + 1]; ++i) setup.features[g.features[i]] = 1.0f;
+      if (g.label_offsets.size() == size_t{g.num_nodes} + 1 && g.label_offsets[v + 1] > g.label_offsets[v]) {
+        setup.label = static_cast<int32_t>(g.labels[g.label_offsets[v]]);
+      }
+    }
     auto& record = bundle.devices[by_id[v]];
     setup.certificate_der = std::move(record.certificate_der);
     setup.private_key_der = std::move(record.private_key_der);
@@ -595,6 +630,10 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(edges_seen), static_cast<unsigned long long>(uncovered),
                 static_cast<unsigned long long>(kept_twice), max_workload,
                 n ? static_cast<double>(workload_sum) / n : 0.0);
+    if (opt->lumos_train) {
+      std::printf("lumos-train: epochs uploaded %llu (summed over devices)\n",
+                  static_cast<unsigned long long>(stats.train_epochs.load()));
+    }
   }
   if (opt->job == "fedwalk" && !strict_fedwalk) {
     uint64_t asked = 0, verifications = 0, ecdh = 0;

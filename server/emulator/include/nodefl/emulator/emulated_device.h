@@ -33,6 +33,7 @@
 #include "nodefl/echo/echo_sizing.h"
 #include "nodefl/lumos/mcmc_role.h"
 #include "nodefl/lumos/mcmc_sizing.h"
+#include "nodefl/lumos/train_role.h"
 #include "nodefl/lumos/trim_role.h"
 #include "nodefl/lumos/trim_sizing.h"
 #include "nodefl/fedwalk/walk_sizing.h"
@@ -84,6 +85,7 @@ struct FleetStats {
   std::atomic<uint64_t> trim_bound{0};
   std::atomic<uint64_t> trim_messages{0};
   std::atomic<uint64_t> trim_steps{0};  // summed over devices
+  std::atomic<uint64_t> train_epochs{0};  // Lumos training: epochs uploaded, summed over devices
 };
 
 // Limits how many devices connect and handshake at the same time, so that
@@ -110,6 +112,10 @@ struct DeviceSetup {
   uint32_t degree = 0;               // the real degree (above neighbours.size() when capped)
   std::vector<uint8_t> certificate_der;
   std::vector<uint8_t> private_key_der;
+  // Lumos training: the node's features (binary, from features.tsv) and
+  // label (-1: none).
+  std::vector<float> features;
+  int32_t label = -1;
 };
 
 struct FleetSetup {
@@ -129,6 +135,15 @@ struct FleetSetup {
   // decides which roles a device serves and when it is finished.
   std::string job = "neighbour-echo";
   std::string fedwalk_mode = "strict";  // the server's fedwalk_mode, for job "fedwalk"
+  // lumos-trees with training (the server's lumos_train=node): the devices
+  // also serve the training role, sized for these widths (the server's
+  // lumos_* options must not exceed them) and the dataset's features and
+  // classes.
+  bool lumos_train = false;
+  uint32_t train_hidden = 16;
+  uint32_t train_out = 16;
+  uint32_t train_features = 0;
+  uint32_t train_classes = 0;
   // FedWalk HCT storage per device: codebook entries per neighbour plus a
   // spare of kCodebookSpareEntries (rows hold one to a few entries at the
   // paper's epsilon; deg x K always suffices), and whether to keep
@@ -185,6 +200,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   const compare::SecureCompareRole* compare_role() const { return compare_role_.get(); }
   const lumos::LumosTrimRole* trim_role() const { return trim_role_.get(); }
   const lumos::LumosMcmcRole* mcmc_role() const { return mcmc_role_.get(); }
+  const lumos::LumosTrainRole* train_role() const { return train_role_.get(); }
   // Job "lumos-trees": the orientation the trimming stage left (the MCMC
   // role's when that stage ran, else the exact method's): (neighbour, kept
   // here) in neighbour order.
@@ -274,6 +290,14 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   lumos::McmcArenaStorage mcmc_storage_;
   std::unique_ptr<lumos::LumosMcmcRole> mcmc_role_;
   lumos::LumosMcmcRole::Stats mcmc_reported_{};
+  // Lumos training (FleetSetup::lumos_train), bound to whichever trimming
+  // role finished.
+  std::vector<lumos::TrainPeer> train_peers_;
+  std::vector<roles::KeyedPeer> train_keys_;
+  std::vector<uint8_t> train_memory_;
+  std::unique_ptr<lumos::LumosTrainRole> train_role_;
+  bool train_bound_ = false;
+  uint32_t train_epochs_reported_ = 0;
 
   bool connection_up_ = false;
   bool stopping_ = false;
