@@ -147,7 +147,11 @@ for tool in nodefl-server nodefl-emulate nodefl-ca nodefl-lumos-trim-reference n
   [[ -x $bin/$tool ]] || { echo "run-lumos.sh: no $bin/$tool (build it: drop --no-build, or give --build-dir)" >&2; exit 1; }
 done
 mkdir -p "$root"
-n=$(awk -F'\t' 'NF >= 2 && $1 !~ /^#/ { if ($1 > m) m = $1; if ($2 > m) m = $2 } END { print m + 1 }' "$graph/edges.tsv")
+# Nodes: the largest id in any of the dataset's files, plus one (as the
+# emulator counts them: a node may have a label and no edge).
+n=$(awk -F'\t' 'NF >= 2 && $1 !~ /^#/ { if ($1 + 0 > m) m = $1 + 0; if (FILENAME ~ /edges/ && $2 + 0 > m) m = $2 + 0 }
+                 END { print m + 1 }' "$graph/edges.tsv" $(for f in labels features; do
+                   [[ -f $graph/$f.tsv ]] && echo "$graph/$f.tsv"; done))
 # One TLS connection per device: the server and the emulator each hold one
 # socket per device. Raise the soft limit on open files to the hard one;
 # past the hard one only root with CAP_SYS_RESOURCE can go (containers
@@ -167,12 +171,15 @@ server_pid=
 cleanup() { [[ -n $server_pid ]] && kill "$server_pid" 2>/dev/null || true; }
 trap cleanup EXIT
 pki=$root/pki
-if [[ ! -f $pki/devices/devices.bundle ]]; then
+# Credentials are reused between runs on the same dataset, unless they were
+# issued for another number of devices.
+if [[ ! -f $pki/devices/devices.bundle || $(cat "$pki/devices.count" 2>/dev/null) != "$n" ]]; then
   echo "== issuing credentials for $n devices (nodefl-ca)"
   rm -rf "$pki"
   $bin/nodefl-ca init --dir "$pki" >/dev/null
   $bin/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null
   $bin/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null
+  echo "$n" >"$pki/devices.count"
 fi
 
 # The plaintext reference: the exact optimum every mode must reach, and the
@@ -250,6 +257,8 @@ for mode in $modes; do
   $bin/nodefl-emulate --graph "$graph" --bundle "$pki/devices/devices.bundle" --server "127.0.0.1:$port" \
     --job lumos-trees --compare-sessions "$sessions" --threads "$(nproc)" --timeout 7200 "${train_emulator_args[@]}" \
     >"$out/emulator.txt" || run=$?
+  # An emulator that gave up leaves the server waiting for its job: stop it.
+  [[ $run == 0 ]] || kill "$server_pid" 2>/dev/null || true
   wait "$server_pid" || run=$?
   server_pid=
   wall=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
