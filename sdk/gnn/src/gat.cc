@@ -10,15 +10,16 @@ namespace {
 template <typename S>
 bool ShapesMatch(const GraphView& g, uint32_t heads, ConstMatrixMap<S> h, const GatParams<S>& p,
                  const GatCache<S>& c) {
-  const Eigen::Index n = g.nodes;
+  const Eigen::Index n = static_cast<Eigen::Index>(g.nodes);
   const Eigen::Index out = p.w.cols();
   const Eigen::Index entries = static_cast<Eigen::Index>(g.entries_with_self());
-  if (heads == 0 || out % heads != 0) return false;
-  const Eigen::Index f = out / heads;
-  return h.rows() == n && p.w.rows() == h.cols() && p.att_src.rows() == heads && p.att_src.cols() == f &&
-         p.att_dst.rows() == heads && p.att_dst.cols() == f && p.b.cols() == out && c.z.rows() == n &&
-         c.z.cols() == out && c.alpha.rows() == entries && c.alpha.cols() == heads && c.pre.rows() == entries &&
-         c.pre.cols() == heads && c.scores.rows() == n && c.scores.cols() == 2 * Eigen::Index{heads};
+  const Eigen::Index k = static_cast<Eigen::Index>(heads);
+  if (k == 0 || out % k != 0) return false;
+  const Eigen::Index f = out / k;
+  return h.rows() == n && p.w.rows() == h.cols() && p.att_src.rows() == k && p.att_src.cols() == f &&
+         p.att_dst.rows() == k && p.att_dst.cols() == f && p.b.cols() == out && c.z.rows() == n &&
+         c.z.cols() == out && c.alpha.rows() == entries && c.alpha.cols() == k && c.pre.rows() == entries &&
+         c.pre.cols() == k && c.scores.rows() == n && c.scores.cols() == 2 * k;
 }
 
 // Entry index of node i's self term; its neighbours follow in CSR order.
@@ -29,7 +30,7 @@ inline size_t EntryBase(const GraphView& g, uint32_t i) { return size_t{g.row_be
 template <typename S>
 Status GatForward(const GraphView& g, uint32_t heads, S slope, ConstMatrixMap<S> h, const GatParams<S>& p,
                   GatCache<S>& c, MatrixMap<S> out) {
-  if (!ShapesMatch(g, heads, h, p, c) || out.rows() != Eigen::Index{g.nodes} || out.cols() != p.w.cols()) {
+  if (!ShapesMatch(g, heads, h, p, c) || out.rows() != static_cast<Eigen::Index>(g.nodes) || out.cols() != p.w.cols()) {
     return Status::InvalidArgument();
   }
   const Eigen::Index f = p.w.cols() / heads;

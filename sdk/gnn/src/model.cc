@@ -120,8 +120,8 @@ template <typename S>
 Status GnnModel<S>::Forward(Span<const S> params, ConstMatrixMap<S> h0, bool train, crypto::RandomFunction random,
                             void* random_context) {
   if (!bound_) return Status::FailedPrecondition();
-  if (params.size() < layout_.total || h0.rows() != Eigen::Index{graph_.nodes} ||
-      h0.cols() != Eigen::Index{shape_.features}) {
+  if (params.size() < layout_.total || h0.rows() != static_cast<Eigen::Index>(graph_.nodes) ||
+      h0.cols() != static_cast<Eigen::Index>(shape_.features)) {
     return Status::InvalidArgument();
   }
   forward_done_ = false;
@@ -163,8 +163,8 @@ Status GnnModel<S>::Backward(Span<const S> params, ConstMatrixMap<S> h0, ConstMa
   if (!bound_ || !forward_done_) return Status::FailedPrecondition();
   const size_t n = graph_.nodes;
   if (params.size() < layout_.total || grads.size() < layout_.total || h0.rows() != Eigen::Index(n) ||
-      h0.cols() != Eigen::Index{shape_.features} || d_out.rows() != Eigen::Index(n) ||
-      d_out.cols() != Eigen::Index{shape_.out}) {
+      h0.cols() != static_cast<Eigen::Index>(shape_.features) || d_out.rows() != Eigen::Index(n) ||
+      d_out.cols() != static_cast<Eigen::Index>(shape_.out)) {
     return Status::InvalidArgument();
   }
   const bool gat = shape_.layer == LayerKind::kGat;
