@@ -297,7 +297,7 @@ class Server {
   void AnswerKeyRequests() {
     std::vector<std::pair<uint32_t, uint32_t>> still;
     for (const auto& [from, id] : key_requests_) {
-      if (job_keys_.count(id) == 0) {
+      if (job_keys_.count(id) == 0 || hold_keys_for.count(from) != 0) {
         still.push_back({from, id});
         continue;
       }
@@ -338,6 +338,11 @@ class Server {
 
   uint64_t now = 5'000;
   uint64_t relayed = 0;
+  std::set<uint32_t> hold_keys_for;  // their key requests wait (ReleaseKeys)
+  void ReleaseKeys() {
+    hold_keys_for.clear();
+    AnswerKeyRequests();
+  }
   std::map<uint32_t, std::vector<float>> gradients;
   std::map<uint32_t, TrainMetrics> metrics;
   std::map<uint32_t, TrainSummary> summaries;
@@ -476,6 +481,27 @@ void RunFederation(bool paper) {
 
 TEST(LumosTrainRoleTest, StrictFederationUploadsTheFederationsGradient) { RunFederation(false); }
 TEST(LumosTrainRoleTest, PaperFederationUploadsTheFederationsGradient) { RunFederation(true); }
+
+// The hub's keys come last: every neighbour's notice reaches it before it
+// can open them (as on a busy server), and must be held, not dropped.
+TEST(LumosTrainRoleTest, NoticesThatArriveBeforeTheKeysAreHeldUntilTheKeysCome) {
+  const World w;
+  Server s(w);
+  s.hold_keys_for = {2};
+  for (uint32_t v = 0; v < w.n; ++v) {
+    s.JobStart(v, 1, Encoded(Params(TrainPhase::kSetup, false)));
+    s.Data(v, 1, kTrainAssignment, {0});
+  }
+  s.Pump();
+  EXPECT_EQ(s.reports.count({2, 1}), 0u);  // still waiting for its keys
+  s.ReleaseKeys();
+  s.Pump();
+  for (uint32_t v = 0; v < w.n; ++v) {
+    ASSERT_EQ(s.reports.count({v, 1}), 1u) << v;
+    EXPECT_EQ(s.reports.at({v, 1}).code, 0u) << v;
+  }
+  EXPECT_EQ(s[2].role.stats().rejected, 0u);
+}
 
 TEST(LumosTrainRoleTest, StrictModeSpendsExactlyTheFeatureAndLabelBudgetsAndNothingUnbounded) {
   const World w;

@@ -241,6 +241,15 @@ void LumosTrainRole::HandleCertificate(const nodefl_wire_PeerCertificate& certif
   if (k == nullptr) return;
   ++keys_settled_;
   if (k->state != roles::PeerKeyState::kReady) ++stats_.key_failures;
+  TrainPeer* peer = FindPeer(k->id);
+  if (peer == nullptr || peer->held_size == 0) return;
+  const uint8_t size = peer->held_size;
+  peer->held_size = 0;
+  if (k->state == roles::PeerKeyState::kReady) {
+    OpenHeld(*peer, *k, ConstByteSpan(peer->held, size));
+  } else {
+    ++stats_.rejected;
+  }
 }
 
 // Every neighbour's notice in: who keeps this device, and the encoding of
@@ -398,23 +407,41 @@ void LumosTrainRole::HandleDelivery(const nodefl_wire_Envelope& message) {
   const nodefl_wire_RelayDeliver& d = message.body.relay_deliver;
   TrainPeer* peer = FindPeer(d.src);
   roles::KeyedPeer* k = keys_.Find(d.src);
-  if (peer == nullptr || k == nullptr || k->state != roles::PeerKeyState::kReady || message.job_id != job_id_) {
+  if (peer == nullptr || k == nullptr || message.job_id != job_id_) {
     ++stats_.rejected;
     return;
   }
+  const ConstByteSpan sealed = protocol::BytesOf(d.sealed);
+  if (k->state != roles::PeerKeyState::kReady) {
+    // Only a notice can come this early (everything else follows one from
+    // us, sent with our keys settled); keep it sealed until ours are.
+    const bool waiting = k->state == roles::PeerKeyState::kWanted || k->state == roles::PeerKeyState::kRequested;
+    if (waiting && peer->held_size == 0 && sealed.size() <= sizeof(peer->held)) {
+      for (size_t i = 0; i < sealed.size(); ++i) peer->held[i] = sealed[i];
+      peer->held_size = static_cast<uint8_t>(sealed.size());
+      return;
+    }
+    ++stats_.rejected;
+    return;
+  }
+  OpenHeld(*peer, *k, sealed);
+}
+
+void LumosTrainRole::OpenHeld(TrainPeer& peer, roles::KeyedPeer& k, ConstByteSpan sealed) {
+  const uint32_t src = peer.id;
   uint64_t counter = 0;
-  Result<size_t> opened = seal::Open(k->job_keys, d.src, own_id_, job_id_, protocol::BytesOf(d.sealed),
+  Result<size_t> opened = seal::Open(k.job_keys, src, own_id_, job_id_, sealed,
                                      ByteSpan(plain_, sizeof(scratch_words_)), &counter);
   if (!opened.ok() || *opened < kTrainMessageHeaderBytes) {
     ++stats_.rejected;
     return;
   }
-  if (!k->window.Accept(counter).ok()) {
+  if (!k.window.Accept(counter).ok()) {
     ++stats_.rejected;
     return;
   }
   ++stats_.messages_received;
-  OnPeerMessage(*peer, ConstByteSpan(plain_, *opened));
+  OnPeerMessage(peer, ConstByteSpan(plain_, *opened));
 }
 
 void LumosTrainRole::OnPeerMessage(TrainPeer& peer, ConstByteSpan m) {

@@ -61,6 +61,10 @@ struct TrainPeer {
   bool absent = false;           // takes no part (its notice said so, or its keys failed)
   bool features_due = false;     // features to send it (it keeps us)
   bool features_received = false;
+  // Its notice, sealed, when it came before this device had its keys (the
+  // neighbour had ours first): opened once the keys are derived.
+  uint8_t held[48] = {};
+  uint8_t held_size = 0;
   uint32_t kept_index = 0;    // k: its pair in this device's tree (when keep)
   uint32_t keeper_index = 0;  // its slot among this device's keepers (when keeps_me)
   // The current epoch.
@@ -143,6 +147,7 @@ class LumosTrainRole final : public device::Role {
   void HandleData(const nodefl_wire_JobData& data);
   void HandleCertificate(const nodefl_wire_PeerCertificate& certificate);
   void HandleDelivery(const nodefl_wire_Envelope& message);
+  void OpenHeld(TrainPeer& peer, roles::KeyedPeer& keys, ConstByteSpan sealed);
   void OnPeerMessage(TrainPeer& peer, ConstByteSpan plaintext);
   Status EncodeFeatures();
   Status RecordReleases();
