@@ -30,6 +30,8 @@
 #   --model M              gcn (default) or gat, with --train
 #   --epochs N             training epochs (default 100; Lumos trained 300)
 #   --tree T               tree (default, Lumos Sec. V-A) or ego (w.o. VN)
+#   --unlimited-budget     devices accept any release (experiments with a large
+#                          lumos_epsilon; paper mode always needs it and gets it)
 #   --mcmc-iterations N    MCMC iterations of the reference and, with --method
 #                          mcmc, of the job (default as Lumos Sec. VI-A: 300
 #                          for lastfm, 1000 otherwise)
@@ -59,6 +61,7 @@ out=
 modes=
 method=exact
 train=0
+unlimited=0
 model=gcn
 epochs=100
 tree=tree
@@ -79,6 +82,7 @@ while [[ $# -gt 0 ]]; do
     --modes|--mode) modes=$2; shift 2 ;;
     --method) method=$2; shift 2 ;;
     --train) train=1; shift ;;
+    --unlimited-budget) unlimited=1; shift ;;
     --model) model=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --tree) tree=$2; shift 2 ;;
@@ -225,7 +229,7 @@ for mode in $modes; do
     train_emulator_args=(--lumos-train)
     # Paper mode releases raw features and labels: the devices must be told
     # to allow unbounded releases (their default budget refuses them).
-    [[ $mode == paper ]] && train_emulator_args+=(--unlimited-budget)
+    [[ $mode == paper || $unlimited == 1 ]] && train_emulator_args+=(--unlimited-budget)
   fi
   echo
   echo "== Lumos trees on $name: $n devices, $mode mode (outputs in $out)"

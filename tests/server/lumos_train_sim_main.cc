@@ -1,0 +1,272 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// nodefl-lumos-train-sim: Lumos training (Sec. VI) on a whole dataset in
+// one process, without messages or noise: every device's TreeTrainer on its
+// tree from the exact trimming (or untrimmed trees), raw features on every
+// leaf, leaf embeddings pooled across devices by hand, Adam on the mean
+// gradient, the same split and hyper-parameters as the job. It says what
+// the tree model itself reaches when nothing is noised, so that a gap of the
+// federated job to it is the noise's (or a bug's), and a gap of it to the
+// centralized GCN is the model's. In tests/ because it joins device code
+// (TreeTrainer) and server code (Adam, splits, trimming), as the trim fleet
+// tool does.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nodefl/host/cli/flag_parser.h"
+#include "nodefl/host/dataset/graph_dataset.h"
+#include "nodefl/lumos/tree_trainer.h"
+#include "nodefl/privacy/one_bit_encoder.h"
+#include "nodefl/random/drbg.h"
+#include "nodefl/server/lumos/training/adam.h"
+#include "nodefl/server/lumos/training/central.h"
+#include "nodefl/server/lumos/training/splits.h"
+#include "nodefl/server/lumos/trimming/trimming.h"
+
+namespace {
+
+namespace sl = nodefl::server::lumos;
+using nodefl::Span;
+constexpr const char* kTool = "nodefl-lumos-train-sim";
+
+struct Options {
+  std::string graph;
+  std::string model = "gcn";
+  std::string tree = "tree";
+  std::string trim = "exact";
+  uint32_t epochs = 100;
+  uint64_t seed = 1;
+  uint32_t every = 10;
+  double epsilon = 0;        // > 0: one-bit features as the job sends them (Lumos Eq. 26-27)
+  std::string mode = "paper";  // with --epsilon: paper (raw own leaves) or strict (the union encoding)
+};
+
+struct Device {
+  std::vector<uint32_t> kept;  // N_u
+  std::vector<uint32_t> rows, csr;
+  std::vector<float> scalars;
+  nodefl::lumos::TreeTrainer<float> t;
+};
+
+int Fill(void* ctx, unsigned char* out, size_t n) {
+  auto* rng = static_cast<std::mt19937_64*>(ctx);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<unsigned char>((*rng)() >> 56);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  namespace cli = nodefl::host::cli;
+  cli::FlagParser flags(kTool);
+  flags.Value("--graph", cli::Text(&o.graph))
+      .Value("--model", cli::OneOf({"gcn", "gat"}, [&o](const std::string& v) { o.model = v; }))
+      .Value("--tree", cli::OneOf({"tree", "ego"}, [&o](const std::string& v) { o.tree = v; }))
+      .Value("--trim", cli::OneOf({"exact", "greedy", "none"}, [&o](const std::string& v) { o.trim = v; }))
+      .Value("--epochs", cli::Whole(&o.epochs, 1, 100'000))
+      .Value("--seed", cli::Whole(&o.seed, 0, UINT64_MAX))
+      .Value("--every", cli::Whole(&o.every, 0, 100'000))
+      .Value("--epsilon", cli::Real(&o.epsilon, 0.0, false, 1e6))
+      .Value("--mode", cli::OneOf({"paper", "strict"}, [&o](const std::string& v) { o.mode = v; }));
+  const cli::ParseOutcome parsed = flags.Parse(argc, argv);
+  if (parsed == cli::ParseOutcome::kHelp) {
+    std::printf(
+        "usage: nodefl-lumos-train-sim --graph DIR [--model gcn|gat] [--tree tree|ego]\n"
+        "                              [--trim exact|greedy|none] [--epochs N] [--seed S] [--every N]\n"
+        "                              [--epsilon E [--mode paper|strict]]\n"
+        "Lumos training in one process without noise (see the source's header).\n");
+    return 0;
+  }
+  if (parsed == cli::ParseOutcome::kError) return 2;
+  if (o.graph.empty()) {
+    std::fprintf(stderr, "%s: --graph is required\n", kTool);
+    return 2;
+  }
+  const nodefl::dataset::LoadResult loaded = nodefl::dataset::LoadGraph(o.graph);
+  if (!loaded.ok) {
+    std::fprintf(stderr, "%s: %s\n", kTool, loaded.error.c_str());
+    return 1;
+  }
+  const nodefl::dataset::Graph& g = loaded.graph;
+  if (g.num_feature_dims == 0 || g.num_label_classes == 0) {
+    std::fprintf(stderr, "%s: %s needs features.tsv and labels.tsv\n", kTool, o.graph.c_str());
+    return 1;
+  }
+  const uint32_t n = g.num_nodes;
+  // Trees: who keeps whom.
+  const sl::TrimGraph tg(n, nodefl::dataset::UndirectedEdges(g));
+  std::vector<std::unique_ptr<Device>> devices(n);
+  for (auto& d : devices) d = std::make_unique<Device>();
+  if (o.trim == "none") {
+    for (uint32_t v = 0; v < n; ++v) {
+      for (uint64_t i = g.offsets[v]; i < g.offsets[v + 1]; ++i) devices[v]->kept.push_back(g.neighbours[i]);
+    }
+  } else {
+    sl::Trimming t = sl::Greedy(tg);
+    if (o.trim == "exact") t = sl::Exact(t);
+    for (uint64_t e = 0; e < tg.num_edges(); ++e) {
+      if (t.keeps(tg.a(e), e)) devices[tg.a(e)]->kept.push_back(tg.b(e));
+      if (t.keeps(tg.b(e), e)) devices[tg.b(e)]->kept.push_back(tg.a(e));
+    }
+    for (auto& d : devices) std::sort(d->kept.begin(), d->kept.end());
+  }
+  nodefl::gnn::ModelShape shape;
+  shape.layer = o.model == "gat" ? nodefl::gnn::LayerKind::kGat : nodefl::gnn::LayerKind::kGcn;
+  shape.features = g.num_feature_dims;
+  shape.classes = g.num_label_classes;
+  const nodefl::gnn::TreeKind kind = o.tree == "ego" ? nodefl::gnn::TreeKind::kEgoStar : nodefl::gnn::TreeKind::kLumosTree;
+  std::vector<float> x(size_t{n} * shape.features, 0.0f);
+  for (uint32_t v = 0; v < n; ++v) {
+    for (uint64_t i = g.feature_offsets[v]; i < g.feature_offsets[v + 1]; ++i) x[size_t{v} * shape.features + g.features[i]] = 1;
+  }
+  // With --epsilon: what each keeper receives of each device's features
+  // (its bin, recovered), and what the device's own leaves carry.
+  std::vector<std::vector<float>> received(n), own(n);  // received[u]: wl(u) x d, in pair order
+  if (o.epsilon > 0) {
+    const nodefl::PrivacyMode mode = o.mode == "strict" ? nodefl::PrivacyMode::kStrict : nodefl::PrivacyMode::kPaper;
+    std::vector<std::vector<std::pair<uint32_t, uint32_t>>> keepers_of(n);  // v -> (u, k)
+    for (uint32_t u = 0; u < n; ++u) {
+      received[u].assign(devices[u]->kept.size() * shape.features, 0.5f);
+      for (uint32_t k = 0; k < devices[u]->kept.size(); ++k) keepers_of[devices[u]->kept[k]].push_back({u, k});
+    }
+    nodefl::Drbg noise;
+    (void)noise.SeedDeterministic(o.seed, 7);
+    const uint32_t d = shape.features;
+    std::vector<uint32_t> dims(d);
+    std::vector<float> enc(d), xv(d);
+    for (uint32_t v = 0; v < n; ++v) {
+      const uint32_t bins = std::max<uint32_t>(1, static_cast<uint32_t>(keepers_of[v].size()));
+      auto params = nodefl::MakeOneBitParams(mode, o.epsilon, bins, d, 0.0f, 1.0f);
+      if (!params.ok()) {
+        std::fprintf(stderr, "%s: device %u: no one-bit parameters for epsilon %g, %u bins\n", kTool, v, o.epsilon, bins);
+        return 1;
+      }
+      for (uint32_t f = 0; f < d; ++f) xv[f] = x[size_t{v} * d + f];
+      (void)nodefl::AssignReleasedDimensions(noise, *params, Span<uint32_t>(dims));
+      own[v].assign(d, 0.5f);
+      for (uint32_t b = 0; b < bins; ++b) {
+        (void)nodefl::EncodeOneBitPartial(noise, *params, Span<const float>(xv), Span<const uint32_t>(dims), b,
+                                          Span<float>(enc));
+        for (uint32_t f = 0; f < d; ++f) {
+          if (dims[f] == b) own[v][f] = enc[f];
+        }
+        (void)nodefl::RecoverOneBit(*params, Span<const float>(enc), Span<float>(enc));
+        if (b < keepers_of[v].size()) {
+          const auto [u, k] = keepers_of[v][b];
+          std::copy(enc.begin(), enc.end(), received[u].begin() + static_cast<std::ptrdiff_t>(size_t{k} * d));
+        }
+      }
+      (void)nodefl::RecoverOneBit(*params, Span<const float>(own[v]), Span<float>(own[v]));
+      if (mode == nodefl::PrivacyMode::kPaper) own[v] = xv;
+    }
+  }
+  for (uint32_t v = 0; v < n; ++v) {
+    Device& d = *devices[v];
+    const uint32_t wl = static_cast<uint32_t>(d.kept.size());
+    const nodefl::lumos::TrainerSizing size = nodefl::lumos::SizeTrainer(shape, kind, wl);
+    d.rows.resize(size.row_begin);
+    d.csr.resize(size.csr);
+    d.scalars.resize(size.scalars);
+    if (!d.t.Bind(shape, kind, wl, Span<uint32_t>(d.rows), Span<uint32_t>(d.csr), Span<float>(d.scalars)).ok()) {
+      std::fprintf(stderr, "%s: device %u: cannot bind\n", kTool, v);
+      return 1;
+    }
+    auto h0 = d.t.features();
+    const auto& at = d.t.nodes();
+    for (uint32_t k = 0; k < at.own_leaves(); ++k) {
+      for (uint32_t f = 0; f < shape.features; ++f) {
+        h0(at.OwnLeaf(k), f) = o.epsilon > 0 ? own[v][f] : x[size_t{v} * shape.features + f];
+      }
+    }
+    for (uint32_t k = 0; k < wl; ++k) {
+      for (uint32_t f = 0; f < shape.features; ++f) {
+        h0(at.NeighbourLeaf(k), f) =
+            o.epsilon > 0 ? received[v][size_t{k} * shape.features + f] : x[size_t{d.kept[k]} * shape.features + f];
+      }
+    }
+  }
+  std::vector<int32_t> label(n, -1);
+  for (uint32_t v = 0; v < n; ++v) {
+    if (g.label_offsets[v + 1] > g.label_offsets[v]) label[v] = static_cast<int32_t>(g.labels[g.label_offsets[v]]);
+  }
+  const std::vector<sl::Split> split = sl::SplitNodes(n, 1);
+  const auto layout = nodefl::gnn::LayoutOf(shape);
+  std::vector<float> params = sl::InitialParameters(*layout, o.seed), grads(layout->total), pool(shape.out);
+  sl::Adam adam(layout->total, sl::AdamOptions{});
+  std::mt19937_64 rng(o.seed);
+  // Which device keeps v, and at which pair.
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> keepers(n);
+  for (uint32_t u = 0; u < n; ++u) {
+    for (uint32_t k = 0; k < devices[u]->kept.size(); ++k) keepers[devices[u]->kept[k]].push_back({u, k});
+  }
+  const auto started = std::chrono::steady_clock::now();
+  double best_validation = 0, test_at_best = 0;
+  uint32_t best_epoch = 0;
+  for (uint32_t epoch = 1; epoch <= o.epochs + 1; ++epoch) {
+    const bool train = epoch <= o.epochs;
+    std::fill(grads.begin(), grads.end(), 0.0f);
+    for (auto& d : devices) {
+      (void)d->t.Forward(Span<const float>(params), train, &Fill, &rng);
+      d->t.ClearGradients();
+    }
+    for (uint32_t v = 0; v < n; ++v) {
+      devices[v]->t.BeginPool();
+      for (const auto& [u, k] : keepers[v]) {
+        const auto leaf = devices[u]->t.NeighbourLeaf(k);
+        (void)devices[v]->t.AddToPool(Span<const float>(leaf.data(), shape.out));
+      }
+    }
+    uint32_t losses = 0, correct[3] = {0, 0, 0}, total[3] = {0, 0, 0};
+    double loss_sum = 0;
+    for (uint32_t v = 0; v < n; ++v) {
+      auto& t = devices[v]->t;
+      if (label[v] < 0 || t.pool_count() == 0) continue;
+      const int s = static_cast<int>(split[v]);
+      bool right = false;
+      (void)t.Evaluate(Span<const float>(params), static_cast<uint32_t>(label[v]), &right);
+      ++total[s];
+      correct[s] += right ? 1 : 0;
+      if (!train || split[v] != sl::Split::kTrain) continue;
+      auto loss = t.SupervisedLoss(Span<const float>(params), static_cast<uint32_t>(label[v]), Span<float>(grads));
+      if (!loss.ok() || !t.PoolGradient(Span<float>(pool)).ok()) continue;
+      loss_sum += *loss;
+      ++losses;
+      (void)t.SetOwnLeafGradient(Span<const float>(pool));
+      for (const auto& [u, k] : keepers[v]) (void)devices[u]->t.SetNeighbourLeafGradient(k, Span<const float>(pool));
+    }
+    double acc[3];
+    for (int s = 0; s < 3; ++s) acc[s] = total[s] ? double(correct[s]) / total[s] : 0;
+    if (acc[1] > best_validation || best_epoch == 0) {
+      best_validation = acc[1];
+      test_at_best = acc[2];
+      best_epoch = epoch;
+    }
+    if (o.every && (epoch % o.every == 0 || epoch == 1 || !train)) {
+      std::fprintf(stderr, "%s: epoch %u%s loss %.4f accuracy train %.4f validation %.4f test %.4f\n", kTool, epoch,
+                   train ? "" : " (evaluation)", losses ? loss_sum / losses : 0.0, acc[0], acc[1], acc[2]);
+    }
+    if (!train) {
+      std::printf("sim lumos %s %s (trim %s, %s) on %s: epochs %u, last train %.4f validation %.4f test %.4f; "
+                  "best validation %.4f at epoch %u, test %.4f there; %.1f s\n",
+                  o.model.c_str(), o.tree.c_str(), o.trim.c_str(),
+                  o.epsilon > 0 ? (o.mode + " one-bit features, epsilon " + std::to_string(o.epsilon)).c_str() : "no noise",
+                  g.name.c_str(), o.epochs, acc[0], acc[1], acc[2],
+                  best_validation, best_epoch, test_at_best,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      break;
+    }
+    for (auto& d : devices) (void)d->t.Backward(Span<const float>(params), Span<float>(grads));
+    if (losses > 0) {
+      for (float& gv : grads) gv /= static_cast<float>(losses);
+      adam.Step(params, grads);
+    }
+  }
+  return 0;
+}
