@@ -38,7 +38,8 @@
 #   --build-dir DIR        build and use binaries in DIR (default build/host)
 #   --no-build             use the binaries already in the build folder
 #   --no-install           skip the apt step
-#   --no-plot              do not draw workloads-cdf.png
+#   --no-plot              do not draw workloads-cdf.png (and, with --train,
+#                          learning-curve.png)
 #   -- ARGS                anything after -- goes to nodefl-server (e.g.
 #                          --compare_mode extension --compare_max_sessions 8)
 # Idle, round, session and step timeouts are raised: one emulator process
@@ -421,6 +422,22 @@ if [[ $train == 1 ]]; then
     c_secs=$(sed -n 's/.*; \([0-9.]*\) s$/\1/p' "$central")
     printf '%-28s %9s %9s %9s %12s %10s\n' "central $model (baseline)" "${c_test:--}" "${c_best:--}" - - "${c_secs:--}"
   fi
+fi
+
+if [[ $plot == 1 && $train == 1 ]]; then
+  curve_args=()
+  for mode in $modes; do
+    [[ -s $root/$mode/lumos-train-epochs.tsv ]] && curve_args+=(--series "lumos $model, $mode=$root/$mode/lumos-train-epochs.tsv")
+  done
+  [[ -s $root/central-$model-epochs.tsv ]] && curve_args+=(--series "central $model=$root/central-$model-epochs.tsv")
+  curve_rc=0
+  $python server/tools/plot_learning_curve.py "${curve_args[@]}" --title "$name, $model: accuracy by epoch" \
+    --output "$root/learning-curve.png" >/dev/null 2>"$root/curve.log" || curve_rc=$?
+  case $curve_rc in
+    0) echo "plot: $root/learning-curve.png" ;;
+    3) echo "plot: learning curve skipped (python3-matplotlib not installed for $python)" ;;
+    *) echo "plot: learning curve FAILED (exit $curve_rc):" >&2; cat "$root/curve.log" >&2; status=1 ;;
+  esac
 fi
 
 if [[ $plot == 1 ]]; then
