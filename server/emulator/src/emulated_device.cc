@@ -213,7 +213,9 @@ Status EmulatedDevice::Init() {
     widest.features = fleet_.train_features;
     widest.hidden = static_cast<uint16_t>(fleet_.train_hidden);
     widest.out = static_cast<uint16_t>(fleet_.train_out);
-    widest.heads = 1;
+    // GAT keeps attention per head and edge: the most heads any shape of
+    // these widths can have (heads divide both widths).
+    widest.heads = static_cast<uint8_t>(std::min<uint32_t>(255, std::min(fleet_.train_hidden, fleet_.train_out)));
     widest.classes = static_cast<uint16_t>(fleet_.train_classes);
     train_memory_.resize(lumos::TrainRoleMemory(widest, neighbours, neighbours));
     train_role_ = std::make_unique<lumos::LumosTrainRole>(
