@@ -1,5 +1,6 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/compare/compare_role.h"
+#include "nodefl/compare/session_result.h"
 
 #include <mbedtls/sha256.h>
 
@@ -402,27 +403,8 @@ Status SecureCompareRole::Pump(CompareContext& c, device::DeviceSession& session
 }
 
 Status SecureCompareRole::SendResult(CompareContext& c, device::DeviceSession& session) {
-  SessionResult r;
-  r.session = c.id;
-  r.count = c.count;
-  if (c.early_result) {
-    r.done = false;
-    r.code = static_cast<uint8_t>(c.refusal.code());
-  } else {
-    const ComparisonSession::Counters& k = c.session.counters();
-    r.done = c.session.done();
-    r.code = static_cast<uint8_t>(r.done ? StatusCode::kOk : c.session.abort_reason().code());
-    r.bytes_sent = static_cast<uint32_t>(k.bytes_sent);
-    r.bytes_received = static_cast<uint32_t>(k.bytes_received);
-    r.messages_sent = static_cast<uint16_t>(k.messages_sent > 0xFFFF ? 0xFFFF : k.messages_sent);
-    if (r.done && params_.results_public) {
-      r.bit_bytes = static_cast<uint16_t>((2u * c.count + 7u) / 8u);
-      for (uint32_t i = 0; i < c.count; ++i) {
-        const uint32_t bits = (c.session.greater(i) ? 1u : 0u) | (c.session.equal(i) ? 2u : 0u);
-        r.bits[(2 * i) / 8] = static_cast<uint8_t>(r.bits[(2 * i) / 8] | (bits << ((2 * i) % 8)));
-      }
-    }
-  }
+  const SessionResult r =
+      MakeSessionResult(c.id, c.count, c.early_result ? nullptr : &c.session, c.refusal, params_.results_public);
   nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_data_tag, job_id_, 2);
   m.body.job_data.kind = kSessionResult;
   Result<size_t> n = EncodeSessionResult(r, ByteSpan(m.body.job_data.data.bytes));

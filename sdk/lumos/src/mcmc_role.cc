@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "nodefl/compare/session_result.h"
 #include "nodefl/core/little_endian.h"
 #include "nodefl/core/sorted_search.h"
 #include "nodefl/crypto/sha256.h"
@@ -396,9 +397,7 @@ void LumosMcmcRole::BeginMove(uint32_t iteration) {
     return;
   }
   // A new move: whatever the last one left is final now (Eq. 18 accepted it).
-  for (McmcPeer& p : peers_) {
-    if (p.give != GiveState::kNone) p.give = GiveState::kNone;
-  }
+  for (McmcPeer& p : peers_) p.give = GiveState::kNone;
   move_iteration_ = iteration;
   reverting_ = false;
   awaiting_ = 0;
@@ -651,28 +650,9 @@ Status LumosMcmcRole::Pump(McmcContext& c, device::DeviceSession& session) {
 }
 
 Status LumosMcmcRole::SendResult(McmcContext& c, device::DeviceSession& session) {
-  compare::SessionResult r;
-  r.session = c.id;
-  r.count = c.count;
-  if (c.early_result) {
-    r.done = false;
-    r.code = static_cast<uint8_t>(c.refusal.code());
-  } else {
-    const compare::ComparisonSession::Counters& k = c.session.counters();
-    r.done = c.session.done();
-    r.code = static_cast<uint8_t>(r.done ? StatusCode::kOk : c.session.abort_reason().code());
-    r.bytes_sent = static_cast<uint32_t>(k.bytes_sent);
-    r.bytes_received = static_cast<uint32_t>(k.bytes_received);
-    r.messages_sent = static_cast<uint16_t>(k.messages_sent > 0xFFFF ? 0xFFFF : k.messages_sent);
-    if (r.done) {
-      // Paper mode: the results are public (Alg. 3's server learns them).
-      r.bit_bytes = static_cast<uint16_t>((2u * c.count + 7u) / 8u);
-      for (uint32_t i = 0; i < c.count; ++i) {
-        const uint32_t bits = (c.session.greater(i) ? 1u : 0u) | (c.session.equal(i) ? 2u : 0u);
-        r.bits[(2 * i) / 8] = static_cast<uint8_t>(r.bits[(2 * i) / 8] | (bits << ((2 * i) % 8)));
-      }
-    }
-  }
+  // Paper mode: the results are public (Alg. 3's server learns them).
+  const compare::SessionResult r = compare::MakeSessionResult(c.id, c.count, c.early_result ? nullptr : &c.session,
+                                                              c.refusal, /*results_public=*/true);
   nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_data_tag, job_id_, 2);
   m.body.job_data.kind = kMcmcSessionResult;
   Result<size_t> n = compare::EncodeSessionResult(r, ByteSpan(m.body.job_data.data.bytes));
