@@ -13,6 +13,7 @@
 #include "nodefl/core/little_endian.h"
 #include "nodefl/protocol/limits.h"
 #include "nodefl/server/core/os_random.h"
+#include "nodefl/server/jobs/lumos_kept_lists.h"
 
 namespace nodefl::server::jobs {
 
@@ -226,7 +227,7 @@ std::vector<RoundStart> LumosMcmcJob::OnUpload(uint32_t device, uint32_t round, 
         ++summary_.protocol_errors;
         return {};
       }
-      for (size_t at = 0; at < bytes.size(); at += 4) d.kept.push_back(LoadU32Le(bytes.data() + at));
+      AppendKept(span, d.kept);
       return {};
     }
     case mf::kMcmcSummary: {
@@ -729,21 +730,9 @@ void LumosMcmcJob::Finish(uint64_t now_us) {
   summary_.mean_workload = n ? static_cast<double>(sum) / static_cast<double>(n) : 0;
   summary_.greedy_mean = n ? static_cast<double>(greedy_sum) / static_cast<double>(n) : 0;
   if (options_.upload_kept) {
-    const auto keeps = [this](uint32_t a, uint32_t b) {
-      const Device& d = devices_.at(a);
-      return std::binary_search(d.kept.begin(), d.kept.end(), b);
-    };
-    for (const auto& [a, b] : edges_) {
-      auto ia = devices_.find(a), ib = devices_.find(b);
-      const bool ra = ia != devices_.end() && ia->second.reported;
-      const bool rb = ib != devices_.end() && ib->second.reported;
-      if ((ra && keeps(a, b)) || (rb && keeps(b, a))) continue;
-      if (ra && rb) {
-        ++summary_.uncovered_edges;
-      } else {
-        ++summary_.unverified_edges;
-      }
-    }
+    const KeptCoverage coverage = CheckKeptCoverage(edges_, devices_);
+    summary_.uncovered_edges = coverage.uncovered;
+    summary_.unverified_edges = coverage.unverified;
     if (summary_.uncovered_edges > 0 && summary_.error.empty()) {
       summary_.error = std::to_string(summary_.uncovered_edges) + " edges kept by neither endpoint";
     }
@@ -795,14 +784,7 @@ void LumosMcmcJob::WriteOutputs() {
   summary_.workloads_path = workloads.string();
   if (!options_.upload_kept) return;
   const fs::path trees = fs::path(options_.output_dir) / "lumos-trees.tsv";
-  std::ofstream out(trees);
-  for (const auto& [id, d] : devices_) {
-    if (!d.reported) continue;
-    out << id << '\t';
-    for (size_t i = 0; i < d.kept.size(); ++i) out << (i ? "," : "") << d.kept[i];
-    out << '\n';
-  }
-  if (!out) {
+  if (!WriteKeptTrees(trees, devices_)) {
     summary_.error = "writing " + trees.string();
     return;
   }

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/server/jobs/lumos_kept_lists.h"
 
 namespace nodefl::server::jobs {
 
@@ -150,7 +151,7 @@ std::vector<RoundStart> LumosTrimJob::OnUpload(uint32_t device, uint32_t round, 
         ++summary_.protocol_errors;
         return {};
       }
-      for (size_t at = 0; at < bytes.size(); at += 4) d.kept.push_back(LoadU32Le(bytes.data() + at));
+      AppendKept(bytes, d.kept);
       return {};
     }
     default:
@@ -326,21 +327,9 @@ void LumosTrimJob::Finish(uint64_t now_us) {
   }
   summary_.mean_workload = n ? static_cast<double>(sum) / static_cast<double>(n) : 0;
   if (options_.upload_kept) {
-    const auto keeps = [this](uint32_t a, uint32_t b) {
-      const Device& d = devices_.at(a);
-      return std::binary_search(d.kept.begin(), d.kept.end(), b);
-    };
-    for (const auto& [a, b] : edges_) {
-      auto ia = devices_.find(a), ib = devices_.find(b);
-      const bool ra = ia != devices_.end() && ia->second.reported;
-      const bool rb = ib != devices_.end() && ib->second.reported;
-      if ((ra && keeps(a, b)) || (rb && keeps(b, a))) continue;
-      if (ra && rb) {
-        ++summary_.uncovered_edges;
-      } else {
-        ++summary_.unverified_edges;
-      }
-    }
+    const KeptCoverage coverage = CheckKeptCoverage(edges_, devices_);
+    summary_.uncovered_edges = coverage.uncovered;
+    summary_.unverified_edges = coverage.unverified;
   }
   const bool everyone = summary_.absent.empty() && summary_.missed_report.empty();
   const bool no_deadline = std::none_of(summary_.steps.begin(), summary_.steps.end(),
@@ -399,14 +388,7 @@ void LumosTrimJob::WriteOutputs() {
   summary_.steps_path = steps.string();
   if (!options_.upload_kept) return;
   const fs::path trees = fs::path(options_.output_dir) / "lumos-trees.tsv";
-  std::ofstream out(trees);
-  for (const auto& [id, d] : devices_) {
-    if (!d.reported) continue;
-    out << id << '\t';
-    for (size_t i = 0; i < d.kept.size(); ++i) out << (i ? "," : "") << d.kept[i];
-    out << '\n';
-  }
-  if (!out) {
+  if (!WriteKeptTrees(trees, devices_)) {
     summary_.error = "writing " + trees.string();
     return;
   }
