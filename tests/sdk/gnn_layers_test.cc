@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "gnn_test_support.h"
 #include "nodefl/gnn/dense.h"
 #include "nodefl/gnn/gat.h"
 #include "nodefl/gnn/gcn.h"
@@ -24,15 +25,10 @@
 namespace nodefl::gnn {
 namespace {
 
-using DMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ::nodefl::testing::RandomValues;
+using ::nodefl::testing::ReplayRandom;
 
-std::vector<double> RandomValues(size_t n, uint64_t seed, double scale = 1.0) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, scale);
-  std::vector<double> v(n);
-  for (double& x : v) x = normal(rng);
-  return v;
-}
+using DMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 struct Tree {
   std::vector<uint32_t> row_begin, neighbours;
@@ -352,22 +348,6 @@ TEST(GnnLossTest, TheLinkLossRewardsNeighboursAndPenalisesNegativesWithTheSignFi
   EXPECT_NEAR(LogSigmoid(-800.0), -800.0, 1e-9);
   EXPECT_NEAR(LogSigmoid(800.0), 0.0, 1e-12);
 }
-
-// A random function that replays one fixed byte stream from its start at
-// every Reset (the same dropout mask in every evaluation of a gradient check).
-struct ReplayRandom {
-  uint64_t state = 0;
-  uint64_t seed = 0;
-  void Reset() { state = seed; }
-  static int Fill(void* ctx, unsigned char* out, size_t n) {
-    auto* self = static_cast<ReplayRandom*>(ctx);
-    for (size_t i = 0; i < n; ++i) {
-      self->state = self->state * 6364136223846793005ULL + 1442695040888963407ULL;
-      out[i] = static_cast<unsigned char>(self->state >> 56);
-    }
-    return 0;
-  }
-};
 
 void CheckModelGradient(LayerKind kind, bool train, uint64_t seed) {
   ModelShape shape;

@@ -8,6 +8,7 @@
 // losses: checked against central finite differences of the whole
 // federation (features exact, as with the noise off), for GCN and GAT,
 // with and without dropout, on trees and on ego stars.
+#include "gnn_test_support.h"
 #include "nodefl/lumos/tree_trainer.h"
 
 #include <gtest/gtest.h>
@@ -23,31 +24,12 @@
 namespace nodefl::lumos {
 namespace {
 
+using ::nodefl::testing::RandomValues;
+using ::nodefl::testing::ReplayRandom;
+
 using gnn::LayerKind;
 using gnn::ModelShape;
 using gnn::TreeKind;
-
-std::vector<double> RandomValues(size_t n, uint64_t seed, double scale = 1.0) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> normal(0.0, scale);
-  std::vector<double> v(n);
-  for (double& x : v) x = normal(rng);
-  return v;
-}
-
-// Replays one byte stream from its start at every Reset.
-struct ReplayRandom {
-  uint64_t seed = 0, state = 0;
-  void Reset() { state = seed; }
-  static int Fill(void* ctx, unsigned char* out, size_t n) {
-    auto* self = static_cast<ReplayRandom*>(ctx);
-    for (size_t i = 0; i < n; ++i) {
-      self->state = self->state * 6364136223846793005ULL + 1442695040888963407ULL;
-      out[i] = static_cast<unsigned char>(self->state >> 56);
-    }
-    return 0;
-  }
-};
 
 // A small graph and who keeps which edge: 0 keeps by 'a' (the lower id),
 // 1 by 'b', 2 by both. Vertex 5 keeps nothing (all its edges are kept by

@@ -40,6 +40,7 @@
 #include "nodefl/random/drbg.h"
 #include "nodefl/server/jobs/lumos_mcmc_job.h"
 #include "nodefl/server/lumos/trimming/trimming.h"
+#include "session_frames.h"
 #include "test_devices.h"
 
 namespace nodefl::lumos::mcmc_fleet {
@@ -200,11 +201,7 @@ class McmcFleet {
     return ids;
   }
   static nodefl_wire_Envelope Envelope(pb_size_t tag, uint64_t job, uint32_t round) {
-    nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
-    e.which_body = tag;
-    e.job_id = job;
-    e.round = round;
-    return e;
+    return ::nodefl::testing::AddressedEnvelope(tag, job, round);
   }
 
   void Error(std::string what) {
@@ -235,19 +232,12 @@ class McmcFleet {
     }
   }
 
-  void Feed(Dev& d, nodefl_wire_Envelope e) {
-    e.version = protocol::kProtocolVersion;
-    e.seq = ++d.seq;
-    std::vector<uint8_t> frame(kMaxFrame);
-    Result<size_t> n = protocol::EncodeFrame(e, frame);
-    if (!n.ok()) {
-      Error("cannot frame an envelope");
-      return;
-    }
+  void Feed(Dev& d, const nodefl_wire_Envelope& e) {
+    const std::vector<uint8_t> frame = ::nodefl::testing::FrameTo(e, ++d.seq);
     size_t pos = 0;
-    while (pos < *n) {
+    while (pos < frame.size()) {
       size_t consumed = 0;
-      const Status s = d.session->OnReceived(ConstByteSpan(frame.data() + pos, *n - pos), now_, &consumed);
+      const Status s = d.session->OnReceived(ConstByteSpan(frame).subspan(pos), now_, &consumed);
       if (!s.ok()) {
         Error("device " + std::to_string(d.id) + ": " + s.str());
         return;
@@ -260,20 +250,7 @@ class McmcFleet {
   }
 
   void Collect(Dev& d) {
-    const ConstByteSpan bytes = d.session->PendingOutput();
-    size_t pos = 0;
-    auto e = std::make_unique<nodefl_wire_Envelope>();
-    while (pos + protocol::kFrameHeaderBytes <= bytes.size()) {
-      const size_t len = (size_t{bytes[pos]} << 24) | (size_t{bytes[pos + 1]} << 16) |
-                         (size_t{bytes[pos + 2]} << 8) | bytes[pos + 3];
-      if (!protocol::DecodeEnvelope(bytes.subspan(pos + protocol::kFrameHeaderBytes, len), e.get()).ok()) {
-        Error("undecodable frame from device " + std::to_string(d.id));
-      } else {
-        Handle(d, *e);
-      }
-      pos += protocol::kFrameHeaderBytes + len;
-    }
-    d.session->ConsumeOutput(bytes.size());
+    ::nodefl::testing::DrainSessionOutput(*d.session, [&](const nodefl_wire_Envelope& e) { Handle(d, e); });
   }
 
   void AnswerKeyRequests() {
