@@ -9,6 +9,7 @@
 #include "nodefl/core/little_endian.h"
 #include "nodefl/core/sorted_search.h"
 #include "nodefl/crypto/sha256.h"
+#include "nodefl/lumos/kept_records.h"
 #include "nodefl/protocol/envelope_codec.h"
 
 namespace nodefl::lumos {
@@ -702,22 +703,8 @@ Status LumosMcmcRole::SendMoveDone(device::DeviceSession& session) {
 }
 
 Status LumosMcmcRole::SendKept(device::DeviceSession& session) {
-  while (kept_cursor_ < peers_.size() && session.CanSend()) {
-    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_data_tag, job_id_, 3);
-    m.body.job_data.kind = kMcmcKept;
-    const size_t capacity = sizeof(m.body.job_data.data.bytes) / 4;
-    size_t n = 0;
-    while (kept_cursor_ < peers_.size() && n < capacity) {
-      const McmcPeer& p = peers_[kept_cursor_++];
-      if (!p.keep) continue;
-      StoreU32Le(p.id, m.body.job_data.data.bytes + 4 * n);
-      ++n;
-    }
-    if (n == 0) break;
-    m.body.job_data.data.size = static_cast<pb_size_t>(4 * n);
-    NODEFL_TRY(session.Send(m));
-  }
-  return Status::Ok();
+  return SendKeptRecords(session, job_id_, 3, kMcmcKept, Span<const McmcPeer>(peers_.data(), peers_.size()),
+                         &kept_cursor_);
 }
 
 Status LumosMcmcRole::SendSummary(device::DeviceSession& session) {

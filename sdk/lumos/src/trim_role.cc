@@ -3,6 +3,7 @@
 
 #include "nodefl/core/little_endian.h"
 #include "nodefl/core/sorted_search.h"
+#include "nodefl/lumos/kept_records.h"
 #include "nodefl/protocol/envelope_codec.h"
 
 namespace nodefl::lumos {
@@ -380,22 +381,8 @@ Status LumosTrimRole::SendOutcome(device::DeviceSession& session) {
 }
 
 Status LumosTrimRole::SendKept(device::DeviceSession& session) {
-  while (kept_cursor_ < peers_.size() && session.CanSend()) {
-    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_data_tag, job_id_, report_round_);
-    m.body.job_data.kind = kTrimKept;
-    const size_t capacity = sizeof(m.body.job_data.data.bytes) / 4;
-    size_t n = 0;
-    while (kept_cursor_ < peers_.size() && n < capacity) {
-      const TrimPeer& p = peers_[kept_cursor_++];
-      if (!p.keep) continue;
-      StoreU32Le(p.id, m.body.job_data.data.bytes + 4 * n);
-      ++n;
-    }
-    if (n == 0) break;
-    m.body.job_data.data.size = static_cast<pb_size_t>(4 * n);
-    NODEFL_TRY(session.Send(m));
-  }
-  return Status::Ok();
+  return SendKeptRecords(session, job_id_, report_round_, kTrimKept,
+                         Span<const TrimPeer>(peers_.data(), peers_.size()), &kept_cursor_);
 }
 
 Status LumosTrimRole::SendSummary(device::DeviceSession& session, uint32_t round) {
