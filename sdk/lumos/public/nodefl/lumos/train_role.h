@@ -213,7 +213,6 @@ class LumosTrainRole final : public device::Role {
   uint32_t expected_embeddings_ = 0;
   uint32_t expected_gradients_ = 0;
   bool pooled_ = false;
-  bool sends_due_ = false;
   size_t upload_cursor_ = 0;
   bool metrics_sent_ = false;
   TrainMetrics metrics_;
