@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/gnn/losses.h"
 #include "nodefl/core/sorted_search.h"
 #include "nodefl/protocol/envelope_codec.h"
 #include "nodefl/seal/seal.h"
@@ -42,16 +43,21 @@ Result<uint32_t> RandomisedResponse(Drbg& noise, uint32_t label, uint32_t classe
   return other >= label ? other + 1 : other;
 }
 
-size_t TrainRoleMemory(const TrainParameters& p, uint32_t workload, uint32_t degree) {
+size_t TrainRoleMemory(const TrainParameters& p, uint32_t workload, uint32_t degree, uint32_t partners) {
   const gnn::ModelShape shape = ShapeOf(p);
   Result<gnn::ParamLayout> layout = gnn::LayoutOf(shape);
-  if (!layout.ok() || shape.classes == 0) return 0;
+  const bool link = p.task == TrainTask::kLink;
+  if (!layout.ok() || (shape.classes == 0 && !link)) return 0;
+  // Link task: three (degree + partners) x out float blocks, the received
+  // gradient, and two bytes of score per pair.
+  const size_t rows = size_t{degree} + partners;
+  const size_t link_bytes = link ? sizeof(float) * (3 * rows * shape.out + shape.out) + 2 * rows + 5 * kAlignSlack : 0;
   const TrainerSizing t = SizeTrainer(shape, p.ego_star ? gnn::TreeKind::kEgoStar : gnn::TreeKind::kLumosTree, workload);
   const size_t d = p.features;
   const size_t scratch = d > shape.out ? d : shape.out;
   return 4 * (t.row_begin + t.csr + d) + sizeof(float) * (t.scalars + 2 * layout->total + size_t{degree} * shape.out + d +
                                                       scratch) +
-         size_t{degree} * OneBitPackedSize(d) + 10 * kAlignSlack;
+         size_t{degree} * OneBitPackedSize(d) + 10 * kAlignSlack + link_bytes;
 }
 
 LumosTrainRole::LumosTrainRole(uint32_t own_id, Span<TrainPeer> peers, Span<roles::KeyedPeer> keys, ByteSpan memory,
@@ -77,7 +83,8 @@ Status LumosTrainRole::Init() {
   if (!credentials_.has_own_identity() || !credentials_.has_ca_chain() || random_ == nullptr) {
     return Status::FailedPrecondition();
   }
-  return keys_.Bind(own_id_, key_records_, Span<roles::KeyedPeer>());
+  if (partners_.size() != partner_keys_.size()) return Status::InvalidArgument();
+  return keys_.Bind(own_id_, key_records_, partner_keys_);
 }
 
 void LumosTrainRole::SetData(Span<const float> features, int32_t label) {
@@ -86,7 +93,46 @@ void LumosTrainRole::SetData(Span<const float> features, int32_t label) {
 }
 
 TrainPeer* LumosTrainRole::FindPeer(uint32_t id) {
-  return FindSorted(peers_, id, [](const TrainPeer& p) { return p.id; });
+  TrainPeer* p = FindSorted(peers_, id, [](const TrainPeer& q) { return q.id; });
+  if (p != nullptr) return p;
+  return FindSorted(Span<TrainPeer>(partners_.data(), partners_used_), id, [](const TrainPeer& q) { return q.id; });
+}
+
+// The server's draw (train_format.h, kTrainPartners): a drawn neighbour is
+// skipped (its other end skips us alike), as is anything past capacity.
+void LumosTrainRole::AddPartners(ConstByteSpan entries) {
+  if (!link() || phase_ != Phase::kKeys || split_known_ || entries.size() % 5 != 0) {
+    ++stats_.rejected;
+    return;
+  }
+  for (size_t at = 0; at < entries.size(); at += 5) {
+    const uint32_t id = LoadU32Le(entries.data() + at);
+    const uint8_t use = entries[at + 4];
+    if (id == own_id_ || use > 1 || FindPeer(id) != nullptr) continue;
+    if (partners_used_ >= partners_.size()) {
+      ++stats_.rejected;
+      continue;
+    }
+    roles::KeyedPeer* k = keys_.FindOrAdd(id);
+    if (k == nullptr) {
+      ++stats_.rejected;
+      continue;
+    }
+    keys_.Want(k);
+    // Sorted insertion (a handful of partners).
+    uint32_t i = partners_used_;
+    while (i > 0 && partners_[i - 1].id > id) {
+      partners_[i] = partners_[i - 1];
+      --i;
+    }
+    TrainPeer fresh;
+    fresh.id = id;
+    fresh.partner = true;
+    fresh.link_use = use;
+    fresh.slot = static_cast<uint32_t>(peers_.size()) + partners_used_;
+    partners_[i] = fresh;
+    ++partners_used_;
+  }
 }
 
 // ---- Setup (round 1) ------------------------------------------------------------------------
@@ -135,6 +181,8 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
   epoch_ = epoch_round_ = 0;
   step_ = EpochStep::kDone;
   notices_ = features_needed_ = features_got_ = keys_settled_ = keepers_ = 0;
+  partners_used_ = 0;
+  score_count_ = 0;
   split_known_ = false;
   summary_sent_ = false;
   train_label_ = -1;
@@ -142,22 +190,31 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
   ledger_.BeginJob(job_id_);
   NODEFL_TRY(job_key_.Begin(job_id_, ConstByteSpan(p.salt, sizeof(p.salt)), random_, random_context_));
   workload_ = 0;
-  for (TrainPeer& peer : peers_) {
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    TrainPeer& peer = peers_[i];
     const uint32_t id = peer.id;
     const bool keep = peer.keep;
     peer = TrainPeer{};
     peer.id = id;
     peer.keep = keep;
-    if (keep) peer.kept_index = workload_++;
+    peer.slot = static_cast<uint32_t>(i);
+    // Link task: held-out edges carry no messages (they are what is
+    // predicted), so only kept training edges get a leaf pair.
+    peer.link_use = EdgeSplitOf(p.edge_seed, own_id_, id);
+    peer.in_tree = keep && (p.task != TrainTask::kLink || peer.link_use == 0);
+    if (peer.in_tree) peer.kept_index = workload_++;
   }
   phase_ = Phase::kKeys;
   // What this device cannot take part with: reported in round 1.
   Result<gnn::ParamLayout> layout = gnn::LayoutOf(shape_);
+  const uint32_t partner_capacity = link() ? uint32_t{p.negatives} + p.eval_negatives : 0;
   if (!bound_ || own_features_.size() != p.features) {
     refusal_ = Status::FailedPrecondition();
-  } else if (!layout.ok() || layout->total != p.parameters || shape_.classes == 0) {
+  } else if (!layout.ok() || layout->total != p.parameters || (shape_.classes == 0) != link()) {
     refusal_ = Status::InvalidArgument();
-  } else if (TrainRoleMemory(p, workload_, static_cast<uint32_t>(peers_.size())) > memory_.size()) {
+  } else if (partner_capacity > partners_.size() ||
+             TrainRoleMemory(p, workload_, static_cast<uint32_t>(peers_.size()), partner_capacity) >
+                 memory_.size()) {
     refusal_ = Status::ResourceExhausted();
   }
   if (refusal_.ok()) {
@@ -191,8 +248,15 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
     Result<Span<uint8_t>> packed = arena_.Allocate<uint8_t>(peers_.size() * OneBitPackedSize(p.features));
     Result<Span<float>> scratch = arena_.Allocate<float>(p.features > shape_.out ? p.features : shape_.out);
     Result<Span<uint32_t>> dims = arena_.Allocate<uint32_t>(p.features);
+    const size_t link_rows = link() ? (peers_.size() + partner_capacity) * shape_.out : 0;
+    Result<Span<float>> pooled = arena_.Allocate<float>(link_rows);
+    Result<Span<float>> loss_rows = arena_.Allocate<float>(link_rows);
+    Result<Span<float>> loss_grads = arena_.Allocate<float>(link_rows);
+    Result<Span<float>> received = arena_.Allocate<float>(link() ? shape_.out : 0);
+    Result<Span<uint8_t>> scores = arena_.Allocate<uint8_t>(link() ? 2 * (peers_.size() + partner_capacity) : 0);
     if (!rows.ok() || !csr.ok() || !scalars.ok() || !params.ok() || !grads.ok() || !embeddings.ok() || !own.ok() ||
-        !packed.ok() || !scratch.ok() || !dims.ok()) {
+        !packed.ok() || !scratch.ok() || !dims.ok() || !pooled.ok() || !loss_rows.ok() || !loss_grads.ok() ||
+        !received.ok() || !scores.ok()) {
       refusal_ = Status::ResourceExhausted();
     } else {
       params_buffer_ = *params;
@@ -202,6 +266,11 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
       packed_ = *packed;
       scratch_ = *scratch;
       receiver_of_dim_ = *dims;
+      pooled_rows_ = *pooled;
+      loss_rows_ = *loss_rows;
+      loss_grads_ = *loss_grads;
+      received_grad_ = *received;
+      scores_ = *scores;
       refusal_ = trainer_.Bind(shape_, kind, workload_, *rows, *csr, *scalars);
     }
   }
@@ -214,7 +283,7 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
 // k-ary randomised response, once per job (strict); the raw label in paper
 // mode, recorded as the unbounded release it is.
 Status LumosTrainRole::ReleaseLabel() {
-  if (label_ < 0 || static_cast<uint32_t>(label_) >= params_.classes) {
+  if (link() || label_ < 0 || static_cast<uint32_t>(label_) >= params_.classes) {
     train_label_ = -1;  // no label: nothing to release
     return Status::Ok();
   }
@@ -328,6 +397,11 @@ void LumosTrainRole::StartEpoch(const TrainParameters& p, uint32_t round) {
   trainer_.ClearGradients();
   expected_embeddings_ = expected_gradients_ = 0;
   embeddings_got_ = gradients_got_ = 0;
+  expected_pooled_ = pooled_got_ = pooled_gradients_got_ = 0;
+  pool_gradient_ready_ = false;
+  score_count_ = 0;
+  scores_cursor_ = 0;
+  for (float& g : received_grad_) g = 0.0f;
   for (TrainPeer& peer : peers_) {
     const bool keyed = !peer.absent;
     peer.embedding_due = peer.gradient_due = false;
@@ -337,7 +411,19 @@ void LumosTrainRole::StartEpoch(const TrainParameters& p, uint32_t round) {
       // An embedding of this epoch may have come before its JobStart.
       if (peer.embedding_epoch == epoch_) ++embeddings_got_;
     }
-    if (keyed && peer.keep) ++expected_gradients_;
+    if (keyed && peer.in_tree) ++expected_gradients_;
+  }
+  // Link task: every neighbour and partner taking part trades pooled
+  // embeddings (one may have come before this JobStart) and gradients.
+  Span<TrainPeer> partners(partners_.data(), partners_used_);
+  for (Span<TrainPeer> group : {peers_, partners}) {
+    for (TrainPeer& peer : group) {
+      peer.pooled_due = peer.pooled_gradient_due = peer.pooled_gradient_received = false;
+      peer.loss_row = 0;
+      if (!link() || peer.absent) continue;
+      ++expected_pooled_;
+      if (peer.pooled_epoch == epoch_) ++pooled_got_;
+    }
   }
   phase_ = Phase::kEpoch;
 }
@@ -357,6 +443,16 @@ void LumosTrainRole::TryPool() {
   metrics_.labelled = train_label_ >= 0 && trainer_.pool_count() > 0;
   Span<float> gradient(scratch_.data(), shape_.out);
   for (float& g : gradient) g = 0.0f;
+  pooled_ = true;
+  if (link()) {
+    // The loss needs the neighbours' and partners' pooled embeddings first.
+    Span<TrainPeer> partners(partners_.data(), partners_used_);
+    for (Span<TrainPeer> group : {peers_, partners}) {
+      for (TrainPeer& peer : group) peer.pooled_due = !peer.absent;
+    }
+    step_ = EpochStep::kLinkEmbeddings;
+    return;
+  }
   if (metrics_.labelled) {
     const uint32_t label = static_cast<uint32_t>(train_label_);
     bool correct = false;
@@ -367,21 +463,119 @@ void LumosTrainRole::TryPool() {
       Result<float> loss = trainer_.SupervisedLoss(params, label, grads_);
       if (loss.ok() && trainer_.PoolGradient(gradient).ok()) {
         metrics_.trained = true;
+        metrics_.terms = 1;
+        pool_gradient_ready_ = true;
         (void)trainer_.SetOwnLeafGradient(gradient);
       }
     }
   }
-  // Every keeper gets the pool's gradient for its leaf (zero without a
-  // loss, so that it can go on either way).
+  StartLeafGradients();
+}
+
+// Every keeper gets the pool's gradient for its leaf (zero without a loss,
+// so that it can go on either way).
+void LumosTrainRole::StartLeafGradients() {
   for (TrainPeer& peer : peers_) peer.gradient_due = peer.keeps_me && peer.embedding_epoch == epoch_;
-  pooled_ = true;
   step_ = EpochStep::kGradients;
+}
+
+// Link task, Eq. 33 (sign fixed) at u once every pooled embedding is in:
+// positives are the kept neighbours on training edges (the paper's N_u),
+// negatives the training partners; held-out edges and evaluation partners
+// are scored, each pair at its lower id.
+void LumosTrainRole::TryLinkLoss() {
+  if (step_ != EpochStep::kLinkEmbeddings || pooled_got_ < expected_pooled_) return;
+  const uint32_t out = shape_.out;
+  const gnn::ConstRowMap<float> h_u = trainer_.pooled();
+  const bool have_pool = trainer_.pool_count() > 0;
+  auto row_of = [&](const TrainPeer& peer) {
+    return gnn::ConstRowMap<float>(pooled_rows_.data() + size_t{peer.slot} * out, out);
+  };
+  auto score = [&](const TrainPeer& peer, uint8_t kind) {
+    if (!have_pool || peer.id < own_id_ || 2 * (score_count_ + 1) > scores_.size()) return;
+    const float logit = h_u.dot(row_of(peer));
+    scores_[2 * score_count_] = kind;
+    scores_[2 * score_count_ + 1] = ScoreBin(logit);
+    ++score_count_;
+  };
+  Span<TrainPeer> partners(partners_.data(), partners_used_);
+  uint32_t positives = 0, negatives = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (TrainPeer& peer : pass == 0 ? peers_ : partners) {
+      if (peer.absent) continue;
+      const bool positive = !peer.partner && peer.in_tree;
+      const bool negative = peer.partner && peer.link_use == 0;
+      if (!peer.partner && peer.link_use != 0) score(peer, peer.link_use == 1 ? kScoreValidationEdge : kScoreTestEdge);
+      if (peer.partner && peer.link_use == 1) score(peer, kScoreNegative);
+      if (!epoch_train_ || !have_pool || !(pass == 0 ? positive : negative)) continue;
+      // Positives first, then negatives, in loss_rows_ (the negatives'
+      // rows are shifted past the positives below).
+      peer.loss_row = 1 + (pass == 0 ? positives++ : negatives++);
+    }
+  }
+  for (TrainPeer& peer : partners) {
+    if (peer.loss_row != 0) peer.loss_row += positives;
+  }
+  for (Span<TrainPeer> group : {peers_, partners}) {
+    for (const TrainPeer& peer : group) {
+      if (peer.loss_row == 0) continue;
+      gnn::RowMap<float>(loss_rows_.data() + size_t{peer.loss_row - 1} * out, out) = row_of(peer);
+    }
+  }
+  gnn::RowMap<float> d_u = trainer_.d_pooled();
+  d_u.setZero();
+  const uint32_t terms = positives + negatives;
+  if (terms > 0) {
+    Result<float> loss = gnn::LinkLoss<float>(
+        h_u, gnn::ConstMatrixMap<float>(loss_rows_.data(), positives, out),
+        gnn::ConstMatrixMap<float>(loss_rows_.data() + size_t{positives} * out, negatives, out), d_u,
+        gnn::MatrixMap<float>(loss_grads_.data(), positives, out),
+        gnn::MatrixMap<float>(loss_grads_.data() + size_t{positives} * out, negatives, out));
+    if (loss.ok()) {
+      metrics_.trained = true;
+      metrics_.terms = terms;
+      metrics_.loss = *loss;
+    } else {
+      d_u.setZero();
+      for (Span<TrainPeer> group : {peers_, partners}) {
+        for (TrainPeer& peer : group) peer.loss_row = 0;
+      }
+    }
+  }
+  for (Span<TrainPeer> group : {peers_, partners}) {
+    for (TrainPeer& peer : group) peer.pooled_gradient_due = !peer.absent;
+  }
+  step_ = EpochStep::kLinkGradients;
+}
+
+// Every partner's gradient at h_u in: the total gradient at h_u reaches
+// every leaf standing for u (Eq. 31 backwards), then the node task's path.
+void LumosTrainRole::TryFinishLink() {
+  if (step_ != EpochStep::kLinkGradients || pooled_gradients_got_ < expected_pooled_) return;
+  Span<TrainPeer> partners(partners_.data(), partners_used_);
+  for (Span<TrainPeer> group : {peers_, partners}) {
+    for (const TrainPeer& peer : group) {
+      if (peer.pooled_gradient_due) return;  // ours still to send
+    }
+  }
+  gnn::RowMap<float> d_u = trainer_.d_pooled();
+  for (uint32_t i = 0; i < shape_.out; ++i) d_u(i) += received_grad_[i];
+  Span<float> gradient(scratch_.data(), shape_.out);
+  if (epoch_train_ && trainer_.pool_count() > 0 && trainer_.PoolGradient(gradient).ok()) {
+    pool_gradient_ready_ = true;
+    (void)trainer_.SetOwnLeafGradient(gradient);
+  }
+  StartLeafGradients();
 }
 
 // ---- Messages -------------------------------------------------------------------------------
 
 void LumosTrainRole::HandleData(const nodefl_wire_JobData& data) {
   const ConstByteSpan bytes = protocol::BytesOf(data.data);
+  if (data.kind == kTrainPartners) {
+    AddPartners(bytes);
+    return;
+  }
   if (data.kind == kTrainAssignment) {
     if (bytes.size() == 1 && bytes[0] <= 2) {
       split_ = bytes[0];
@@ -455,12 +649,12 @@ void LumosTrainRole::OnPeerMessage(TrainPeer& peer, ConstByteSpan m) {
       if (body.size() != 1 || body[0] > 3 || peer.notice_received) break;
       peer.notice_received = true;
       peer.absent = (body[0] & 2u) == 0;
-      peer.keeps_me = !peer.absent && (body[0] & 1u) != 0;
+      peer.keeps_me = !peer.absent && !peer.partner && (body[0] & 1u) != 0;  // a partner has no tree leaf for us
       ++notices_;
       return;
     case TrainMessageType::kFeatures: {
       // bins (4) | packed bits of our bin.
-      if (!peer.keep || peer.features_received || body.size() != 4 + OneBitPackedSize(params_.features)) break;
+      if (!peer.in_tree || peer.features_received || body.size() != 4 + OneBitPackedSize(params_.features)) break;
       const uint32_t bins = LoadU32Le(body.data());
       Result<OneBitParams> op =
           MakeOneBitParams(ModeOf(params_), params_.epsilon, bins, params_.features, 0.0f, 1.0f);
@@ -486,7 +680,7 @@ void LumosTrainRole::OnPeerMessage(TrainPeer& peer, ConstByteSpan m) {
       if (epoch == epoch_ && phase_ == Phase::kEpoch) ++embeddings_got_;
       return;
     case TrainMessageType::kLeafGradient: {
-      if (!peer.keep || body.size() != embedding_bytes) break;
+      if (!peer.in_tree || body.size() != embedding_bytes) break;
       if (epoch != epoch_ || phase_ != Phase::kEpoch || peer.gradient_received || step_ < EpochStep::kEmbeddings) {
         ++stats_.stale;
         return;
@@ -499,6 +693,31 @@ void LumosTrainRole::OnPeerMessage(TrainPeer& peer, ConstByteSpan m) {
       ++gradients_got_;
       return;
     }
+    case TrainMessageType::kPooledEmbedding:
+      if (!link() || peer.absent || body.size() != embedding_bytes || epoch == 0) break;
+      if (epoch < epoch_ || (epoch == epoch_ && peer.pooled_epoch == epoch)) {
+        ++stats_.stale;
+        return;
+      }
+      for (uint32_t i = 0; i < shape_.out; ++i) {
+        pooled_rows_[size_t{peer.slot} * shape_.out + i] = LoadF32Le(body.data() + 4 * i);
+      }
+      peer.pooled_epoch = epoch;
+      if (epoch == epoch_ && phase_ == Phase::kEpoch) ++pooled_got_;
+      return;
+    case TrainMessageType::kPooledGradient:
+      // The gradient of its loss at our h_u: it can come before our own
+      // loss is taken, never before our embedding went out.
+      if (!link() || peer.absent || body.size() != embedding_bytes) break;
+      if (epoch != epoch_ || phase_ != Phase::kEpoch || peer.pooled_gradient_received ||
+          step_ < EpochStep::kLinkEmbeddings) {
+        ++stats_.stale;
+        return;
+      }
+      for (uint32_t i = 0; i < shape_.out; ++i) received_grad_[i] += LoadF32Le(body.data() + 4 * i);
+      peer.pooled_gradient_received = true;
+      ++pooled_gradients_got_;
+      return;
   }
   ++stats_.rejected;
 }
@@ -546,45 +765,63 @@ Status LumosTrainRole::SendMessage(TrainPeer& peer, TrainMessageType type, Const
   return Status::Ok();
 }
 
-// Whatever is due to neighbours, as far as the session has room.
+// Whatever is due to neighbours and partners, as far as the session has room.
 Status LumosTrainRole::Flush(device::DeviceSession& session) {
+  for (TrainPeer& peer : peers_) NODEFL_TRY(FlushPeer(peer, session));
+  for (TrainPeer& peer : Span<TrainPeer>(partners_.data(), partners_used_)) NODEFL_TRY(FlushPeer(peer, session));
+  return Status::Ok();
+}
+
+Status LumosTrainRole::FlushPeer(TrainPeer& peer, device::DeviceSession& session) {
+  if (!session.CanSend()) return Status::Ok();
+  const roles::KeyedPeer* k = keys_.Find(peer.id);
+  if (k == nullptr || k->state != roles::PeerKeyState::kReady) return Status::Ok();
   uint8_t body[4 * 256];
-  for (TrainPeer& peer : peers_) {
+  if (!peer.notice_sent && phase_ >= Phase::kNotices) {
+    body[0] = static_cast<uint8_t>((peer.in_tree ? 1u : 0u) | (refusal_.ok() ? 2u : 0u));
+    NODEFL_TRY(SendMessage(peer, TrainMessageType::kKeepNotice, ConstByteSpan(body, 1), session));
+    peer.notice_sent = true;
     if (!session.CanSend()) return Status::Ok();
-    const roles::KeyedPeer* k = keys_.Find(peer.id);
-    if (k == nullptr || k->state != roles::PeerKeyState::kReady) continue;
-    if (!peer.notice_sent && phase_ >= Phase::kNotices) {
-      body[0] = static_cast<uint8_t>((peer.keep ? 1u : 0u) | (refusal_.ok() ? 2u : 0u));
-      NODEFL_TRY(SendMessage(peer, TrainMessageType::kKeepNotice, ConstByteSpan(body, 1), session));
-      peer.notice_sent = true;
-      if (!session.CanSend()) return Status::Ok();
-    }
-    if (peer.features_due) {
-      const size_t packed = OneBitPackedSize(params_.features);
-      if (4 + packed > sizeof(scratch_words_) - kTrainMessageHeaderBytes) return Status::ResourceExhausted();
-      // bins (4) | this keeper's bin, built where SendMessage puts the body
-      // (its copy onto itself is then a no-op).
-      uint8_t* q = plain_ + kTrainMessageHeaderBytes;
-      StoreU32Le(keepers_ == 0 ? 1 : keepers_, q);
-      const uint8_t* src = packed_.data() + size_t{peer.keeper_index} * packed;
-      for (size_t i = 0; i < packed; ++i) q[4 + i] = src[i];
-      NODEFL_TRY(SendMessage(peer, TrainMessageType::kFeatures, ConstByteSpan(q, 4 + packed), session));
-      peer.features_due = false;
-      if (!session.CanSend()) return Status::Ok();
-    }
-    if (phase_ == Phase::kEpoch && peer.embedding_due && shape_.out <= 256) {
-      const gnn::ConstRowMap<float> leaf = trainer_.NeighbourLeaf(peer.kept_index);
-      for (uint32_t i = 0; i < shape_.out; ++i) StoreF32Le(leaf(i), body + 4 * i);
-      NODEFL_TRY(SendMessage(peer, TrainMessageType::kLeafEmbedding, ConstByteSpan(body, 4 * shape_.out), session));
-      peer.embedding_due = false;
-      if (!session.CanSend()) return Status::Ok();
-    }
-    if (phase_ == Phase::kEpoch && peer.gradient_due && shape_.out <= 256) {
-      const bool trained = metrics_.trained;
-      for (uint32_t i = 0; i < shape_.out; ++i) StoreF32Le(trained ? scratch_[i] : 0.0f, body + 4 * i);
-      NODEFL_TRY(SendMessage(peer, TrainMessageType::kLeafGradient, ConstByteSpan(body, 4 * shape_.out), session));
-      peer.gradient_due = false;
-    }
+  }
+  if (peer.features_due) {
+    const size_t packed = OneBitPackedSize(params_.features);
+    if (4 + packed > sizeof(scratch_words_) - kTrainMessageHeaderBytes) return Status::ResourceExhausted();
+    // bins (4) | this keeper's bin, built where SendMessage puts the body
+    // (its copy onto itself is then a no-op).
+    uint8_t* q = plain_ + kTrainMessageHeaderBytes;
+    StoreU32Le(keepers_ == 0 ? 1 : keepers_, q);
+    const uint8_t* src = packed_.data() + size_t{peer.keeper_index} * packed;
+    for (size_t i = 0; i < packed; ++i) q[4 + i] = src[i];
+    NODEFL_TRY(SendMessage(peer, TrainMessageType::kFeatures, ConstByteSpan(q, 4 + packed), session));
+    peer.features_due = false;
+    if (!session.CanSend()) return Status::Ok();
+  }
+  if (phase_ != Phase::kEpoch || shape_.out > 256) return Status::Ok();
+  const uint32_t out = shape_.out;
+  auto send_row = [&](TrainMessageType type, const float* row, bool* due) -> Status {
+    if (!*due || !session.CanSend()) return Status::Ok();
+    for (uint32_t i = 0; i < out; ++i) StoreF32Le(row != nullptr ? row[i] : 0.0f, body + 4 * i);
+    NODEFL_TRY(SendMessage(peer, type, ConstByteSpan(body, 4 * out), session));
+    *due = false;
+    return Status::Ok();
+  };
+  if (peer.embedding_due) {
+    const gnn::ConstRowMap<float> leaf = trainer_.NeighbourLeaf(peer.kept_index);
+    NODEFL_TRY(send_row(TrainMessageType::kLeafEmbedding, leaf.data(), &peer.embedding_due));
+  }
+  // Link task: our pooled embedding, then the gradient of our loss at its
+  // (zero when it was not in the loss).
+  if (peer.pooled_due) {
+    const gnn::ConstRowMap<float> h_u = trainer_.pooled();
+    NODEFL_TRY(send_row(TrainMessageType::kPooledEmbedding, h_u.data(), &peer.pooled_due));
+  }
+  if (peer.pooled_gradient_due) {
+    const float* row = peer.loss_row == 0 ? nullptr : loss_grads_.data() + size_t{peer.loss_row - 1} * out;
+    NODEFL_TRY(send_row(TrainMessageType::kPooledGradient, row, &peer.pooled_gradient_due));
+  }
+  if (peer.gradient_due) {
+    NODEFL_TRY(send_row(TrainMessageType::kLeafGradient, pool_gradient_ready_ ? scratch_.data() : nullptr,
+                        &peer.gradient_due));
   }
   return Status::Ok();
 }
@@ -606,6 +843,8 @@ Status LumosTrainRole::Upload(device::DeviceSession& session) {
     upload_cursor_ += count;
   }
   if (epoch_train_ && upload_cursor_ < grads_.size()) return Status::Ok();
+  NODEFL_TRY(UploadScores(session));
+  if (scores_cursor_ < score_count_) return Status::Ok();
   if (!metrics_sent_ && session.CanSend()) {
     nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_data_tag, job_id_, epoch_round_);
     m.body.job_data.kind = kTrainMetrics;
@@ -620,6 +859,24 @@ Status LumosTrainRole::Upload(device::DeviceSession& session) {
     NODEFL_TRY(Report(session, epoch_round_, Status::Ok()));
     if (epoch_train_) ++stats_.epochs;
     step_ = EpochStep::kDone;
+  }
+  return Status::Ok();
+}
+
+// Link task: the scored pairs, before the metrics (train_format.h).
+Status LumosTrainRole::UploadScores(device::DeviceSession& session) {
+  while (scores_cursor_ < score_count_ && session.CanSend()) {
+    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_data_tag, job_id_, epoch_round_);
+    m.body.job_data.kind = kTrainLinkScores;
+    const size_t left = score_count_ - scores_cursor_;
+    const size_t count = left < kTrainScoresPerRecord ? left : kTrainScoresPerRecord;
+    uint8_t* q = m.body.job_data.data.bytes;
+    StoreU32Le(epoch_, q);
+    for (size_t i = 0; i < 2 * count; ++i) q[4 + i] = scores_[2 * scores_cursor_ + i];
+    m.body.job_data.data.size = static_cast<pb_size_t>(4 + 2 * count);
+    NODEFL_TRY(session.Send(m));
+    stats_.bytes_up += 4 + 2 * count;
+    scores_cursor_ += count;
   }
   return Status::Ok();
 }
@@ -657,33 +914,44 @@ Status LumosTrainRole::OnPoll(uint64_t, device::DeviceSession& session) {
       NODEFL_TRY(session.Send(m));
     }
   }
-  if (phase_ == Phase::kKeys && keys_settled_ >= peers_.size()) phase_ = Phase::kNotices;
+  // Link task: the partners are known once the assignment (sent after
+  // them) is in.
+  if (phase_ == Phase::kKeys && keys_settled_ >= peers_.size() + partners_used_ && (!link() || split_known_)) {
+    phase_ = Phase::kNotices;
+  }
+  Span<TrainPeer> partners(partners_.data(), partners_used_);
   if (phase_ == Phase::kNotices) {
-    // Every keyed neighbour's notice in (one that failed its keys cannot
-    // send one: it counts as not keeping this device).
+    // Every keyed neighbour's and partner's notice in (one that failed its
+    // keys cannot send one: it counts as absent).
     uint32_t keyed = 0;
-    for (const TrainPeer& p : peers_) {
-      const roles::KeyedPeer* k = keys_.Find(p.id);
-      keyed += k != nullptr && k->state == roles::PeerKeyState::kReady ? 1u : 0u;
+    for (Span<TrainPeer> group : {peers_, partners}) {
+      for (const TrainPeer& p : group) {
+        const roles::KeyedPeer* k = keys_.Find(p.id);
+        keyed += k != nullptr && k->state == roles::PeerKeyState::kReady ? 1u : 0u;
+      }
     }
     if (notices_ >= keyed) {
-      for (TrainPeer& p : peers_) {
-        const roles::KeyedPeer* k = keys_.Find(p.id);
-        if (k == nullptr || k->state != roles::PeerKeyState::kReady) p.absent = true;
+      for (Span<TrainPeer> group : {peers_, partners}) {
+        for (TrainPeer& p : group) {
+          const roles::KeyedPeer* k = keys_.Find(p.id);
+          if (k == nullptr || k->state != roles::PeerKeyState::kReady) p.absent = true;
+        }
       }
       if (refusal_.ok()) {
         const Status encoded = EncodeFeatures();
         if (!encoded.ok()) refusal_ = encoded;
       }
       features_needed_ = 0;
-      for (const TrainPeer& p : peers_) features_needed_ += p.keep && !p.absent ? 1u : 0u;
+      for (const TrainPeer& p : peers_) features_needed_ += p.in_tree && !p.absent ? 1u : 0u;
       phase_ = Phase::kFeatures;
     }
   }
   NODEFL_TRY(Flush(session));
   if (phase_ == Phase::kFeatures && session.CanSend()) {
     bool sent = true;
-    for (const TrainPeer& p : peers_) sent = sent && !p.features_due && (p.notice_sent || p.absent);
+    for (Span<TrainPeer> group : {peers_, partners}) {
+      for (const TrainPeer& p : group) sent = sent && !p.features_due && (p.notice_sent || p.absent);
+    }
     if (!refusal_.ok() || (sent && features_got_ >= features_needed_)) {
       NODEFL_TRY(Report(session, 1, refusal_));
       phase_ = refusal_.ok() ? Phase::kSetupReported : Phase::kDone;
@@ -698,11 +966,17 @@ Status LumosTrainRole::OnPoll(uint64_t, device::DeviceSession& session) {
     const Span<const float> params(params_buffer_.data(), params_buffer_.size());
     if (step_ == EpochStep::kParams && params_next_ >= params_buffer_.size()) {
       NODEFL_TRY(trainer_.Forward(params, epoch_train_, &crypto::DrbgRandom, &noise_));
-      for (TrainPeer& peer : peers_) peer.embedding_due = peer.keep && !peer.absent;
+      for (TrainPeer& peer : peers_) peer.embedding_due = peer.in_tree && !peer.absent;
       step_ = EpochStep::kEmbeddings;
       NODEFL_TRY(Flush(session));
     }
     TryPool();
+    if (step_ == EpochStep::kLinkEmbeddings || step_ == EpochStep::kLinkGradients) {
+      NODEFL_TRY(Flush(session));
+      TryLinkLoss();
+      NODEFL_TRY(Flush(session));
+      TryFinishLink();
+    }
     if (step_ == EpochStep::kGradients) {
       NODEFL_TRY(Flush(session));
       bool flushed = true;

@@ -12,7 +12,8 @@ Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out) {
   uint8_t* q = out.data();
   q[0] = kTrainVersion;
   q[1] = static_cast<uint8_t>(p.phase);
-  q[2] = static_cast<uint8_t>((p.paper ? 1u : 0u) | (p.ego_star ? 2u : 0u) | (p.train ? 4u : 0u));
+  q[2] = static_cast<uint8_t>((p.paper ? 1u : 0u) | (p.ego_star ? 2u : 0u) | (p.train ? 4u : 0u) |
+                              (p.task == TrainTask::kLink ? 8u : 0u));
   q[3] = p.layer;
   StoreU32Le(p.features, q + 4);
   StoreU16Le(p.hidden, q + 8);
@@ -25,6 +26,9 @@ Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out) {
   for (size_t i = 0; i < 16; ++i) q[27 + i] = p.salt[i];
   StoreU32Le(p.epoch, q + 43);
   StoreF32Le(p.label_epsilon, q + 47);
+  q[51] = p.negatives;
+  q[52] = p.eval_negatives;
+  StoreU64Le(p.edge_seed, q + 53);
   Result<TrainParameters> check = DecodeTrainParameters(ConstByteSpan(out.data(), kTrainParametersBytes));
   if (!check.ok()) return check.status();
   return kTrainParametersBytes;
@@ -36,7 +40,7 @@ Result<TrainParameters> DecodeTrainParameters(ConstByteSpan bytes) {
   if (q[1] < static_cast<uint8_t>(TrainPhase::kSetup) || q[1] > static_cast<uint8_t>(TrainPhase::kReport)) {
     return Status::InvalidArgument();
   }
-  if ((q[2] & ~7u) != 0 || (q[3] != 1 && q[3] != 2)) return Status::InvalidArgument();
+  if ((q[2] & ~15u) != 0 || (q[3] != 1 && q[3] != 2)) return Status::InvalidArgument();
   TrainParameters p;
   p.phase = static_cast<TrainPhase>(q[1]);
   p.paper = (q[2] & 1u) != 0;
@@ -54,6 +58,10 @@ Result<TrainParameters> DecodeTrainParameters(ConstByteSpan bytes) {
   for (size_t i = 0; i < 16; ++i) p.salt[i] = q[27 + i];
   p.epoch = LoadU32Le(q + 43);
   p.label_epsilon = LoadF32Le(q + 47);
+  p.task = (q[2] & 8u) != 0 ? TrainTask::kLink : TrainTask::kNode;
+  p.negatives = q[51];
+  p.eval_negatives = q[52];
+  p.edge_seed = LoadU64Le(q + 53);
   if (p.features == 0 || p.hidden == 0 || p.out == 0 || p.heads == 0 || p.parameters == 0) {
     return Status::InvalidArgument();
   }
@@ -73,6 +81,7 @@ Result<size_t> EncodeTrainMetrics(const TrainMetrics& m, ByteSpan out) {
   out[5] = static_cast<uint8_t>((m.labelled ? 1u : 0u) | (m.trained ? 2u : 0u) | (m.correct ? 4u : 0u));
   StoreU32Le(m.pool, out.data() + 6);
   StoreF64Le(m.loss, out.data() + 10);
+  StoreU32Le(m.terms, out.data() + 18);
   return kTrainMetricsBytes;
 }
 
@@ -86,10 +95,35 @@ Result<TrainMetrics> DecodeTrainMetrics(ConstByteSpan bytes) {
   m.correct = (bytes[5] & 4u) != 0;
   m.pool = LoadU32Le(bytes.data() + 6);
   m.loss = LoadF64Le(bytes.data() + 10);
-  if (m.epoch == 0 || !std::isfinite(m.loss) || ((m.trained || m.correct) && !m.labelled)) {
+  m.terms = LoadU32Le(bytes.data() + 18);
+  // A correct prediction needs a label; a loss taken needs terms (the link
+  // task's losses need no label).
+  if (m.epoch == 0 || !std::isfinite(m.loss) || (m.correct && !m.labelled) || (m.trained && m.terms == 0)) {
     return Status::InvalidArgument();
   }
   return m;
+}
+
+uint8_t EdgeSplitOf(uint64_t seed, uint32_t a, uint32_t b) {
+  const uint32_t lo = a < b ? a : b;
+  const uint32_t hi = a < b ? b : a;
+  // splitmix64's finaliser over the seed and the ordered pair: uniform
+  // enough for a public 80/5/15 split, and the same on every platform.
+  uint64_t x = seed ^ ((uint64_t{lo} << 32) | hi);
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  const double u = static_cast<double>(x >> 11) * (1.0 / 9007199254740992.0);  // [0, 1), 53 bits
+  if (u < kEdgeTrainFraction) return 0;
+  return u < kEdgeTrainFraction + kEdgeValidationFraction ? 1 : 2;
+}
+
+uint8_t ScoreBin(float logit) {
+  if (!(logit >= -16.0f)) return 0;  // also NaN
+  if (logit >= 16.0f) return static_cast<uint8_t>(kScoreBins - 1);
+  const int bin = static_cast<int>((logit + 16.0f) * 8.0f);
+  return static_cast<uint8_t>(bin < 0 ? 0 : (bin > 255 ? 255 : bin));
 }
 
 Result<size_t> EncodeTrainSummary(const TrainSummary& s, ByteSpan out) {

@@ -54,6 +54,20 @@ namespace nodefl::lumos {
 struct TrainPeer {
   uint32_t id = 0;
   bool keep = false;  // this device keeps the neighbour (it is in N_u), from the trimming job
+  // Set by the role for each job: the neighbour has a leaf pair in this
+  // device's tree (kept, and, for the link task, on a training edge).
+  bool in_tree = false;
+  // Link task. partner: a device the server drew (not a neighbour).
+  // link_use: a neighbour's edge split (0 train, 1 validation, 2 test), a
+  // partner's use (0 training negative, 1 evaluation negative).
+  bool partner = false;
+  uint8_t link_use = 0;
+  uint32_t slot = 0;             // its pooled embedding's row in the role's buffer
+  uint32_t pooled_epoch = 0;     // the epoch of the pooled embedding held
+  uint32_t loss_row = 0;         // 1 + its row in the loss's gradient (0: not in the loss)
+  bool pooled_due = false;       // our pooled embedding to send it
+  bool pooled_gradient_due = false;
+  bool pooled_gradient_received = false;
   // Setup.
   bool notice_sent = false;
   bool notice_received = false;
@@ -87,7 +101,8 @@ Result<uint32_t> RandomisedResponse(Drbg& noise, uint32_t label, uint32_t classe
 
 // Bytes of job memory a device with `workload` kept neighbours and
 // `degree` neighbours needs for `p` (0 if p describes no valid model).
-size_t TrainRoleMemory(const TrainParameters& p, uint32_t workload, uint32_t degree);
+// `partners`: the link task's partner capacity (SetLinkMemory).
+size_t TrainRoleMemory(const TrainParameters& p, uint32_t workload, uint32_t degree, uint32_t partners = 0);
 
 class LumosTrainRole final : public device::Role {
  public:
@@ -110,6 +125,14 @@ class LumosTrainRole final : public device::Role {
                  const tls::TlsCredentials& credentials, crypto::RandomFunction random, void* random_context,
                  Drbg& noise, PrivacyLedger& ledger);
 
+  // The link task's partners (drawn by the server, not neighbours): one
+  // TrainPeer and one key record each, up to the jobs' negatives +
+  // eval_negatives (a device without enough refuses a link job). Before
+  // Init; optional for node classification.
+  void SetLinkMemory(Span<TrainPeer> partners, Span<roles::KeyedPeer> partner_keys) {
+    partners_ = partners;
+    partner_keys_ = partner_keys;
+  }
   // kInvalidArgument for differing or unsorted neighbour lists;
   // kFailedPrecondition for credentials without identity or CA.
   Status Init();
@@ -131,6 +154,7 @@ class LumosTrainRole final : public device::Role {
   const Stats& stats() const { return stats_; }
   uint32_t workload() const { return workload_; }
   uint32_t keepers() const { return keepers_; }
+  uint32_t partners() const { return partners_used_; }
   // The label the loss uses (strict: after randomised response); -1: none.
   int32_t training_label() const { return train_label_; }
   const OneBitCost& feature_cost() const { return feature_cost_; }
@@ -138,9 +162,19 @@ class LumosTrainRole final : public device::Role {
 
  private:
   enum class Phase : uint8_t { kIdle, kKeys, kNotices, kFeatures, kSetupReported, kEpoch, kReporting, kDone };
-  enum class EpochStep : uint8_t { kParams, kEmbeddings, kGradients, kUpload, kDone };
+  // Link task: kLinkEmbeddings (pooled embeddings exchanged with every
+  // neighbour and partner) and kLinkGradients (the loss's gradients at
+  // theirs) come between pooling and the leaf gradients.
+  enum class EpochStep : uint8_t { kParams, kEmbeddings, kLinkEmbeddings, kLinkGradients, kGradients, kUpload, kDone };
 
   TrainPeer* FindPeer(uint32_t id);
+  bool link() const { return params_.task == TrainTask::kLink; }
+  void AddPartners(ConstByteSpan entries);
+  Status FlushPeer(TrainPeer& peer, device::DeviceSession& session);
+  void TryLinkLoss();
+  void TryFinishLink();
+  void StartLeafGradients();
+  Status UploadScores(device::DeviceSession& session);
   Status StartJob(const nodefl_wire_Envelope& message);
   Status Setup(const TrainParameters& p);
   void StartEpoch(const TrainParameters& p, uint32_t round);
@@ -202,6 +236,21 @@ class LumosTrainRole final : public device::Role {
   Span<uint8_t> packed_;           // keepers x OneBitPackedSize(d): each keeper's bin, ready to send
   Span<float> scratch_;            // max(d, out) floats; in an epoch: the pool's gradient
   Span<uint32_t> receiver_of_dim_; // d: the encoding's partition
+  // Link task.
+  Span<TrainPeer> partners_;
+  Span<roles::KeyedPeer> partner_keys_;
+  uint32_t partners_used_ = 0;
+  Span<float> pooled_rows_;    // (degree + partners) x out: their pooled embeddings
+  Span<float> loss_rows_;      // the same shape: positives then negatives, gathered for the loss
+  Span<float> loss_grads_;     // the same shape: the loss's gradient at each gathered row
+  Span<float> received_grad_;  // out: the gradients at h_u the partners sent, summed
+  Span<uint8_t> scores_;       // 2 x (degree + partners): kind | bin per scored pair
+  uint32_t score_count_ = 0;
+  size_t scores_cursor_ = 0;
+  uint32_t expected_pooled_ = 0;
+  uint32_t pooled_got_ = 0;
+  uint32_t pooled_gradients_got_ = 0;
+  bool pool_gradient_ready_ = false;  // scratch_ holds the gradient every leaf of u receives
   // The current epoch.
   uint32_t epoch_ = 0;
   uint32_t epoch_round_ = 0;

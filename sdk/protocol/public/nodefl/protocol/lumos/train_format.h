@@ -36,6 +36,29 @@
 //     then reports the round. A message of another epoch is dropped.
 //   last round, kReport: the device sends kTrainSummary and reports.
 //
+// Link prediction (task kLink, Lumos Sec. VI-C "unsupervised learning"):
+// no labels; the edges are split 80/5/15 by EdgeSplitOf(edge_seed, u, v),
+// a public rule both endpoints evaluate alike (the server never needs the
+// edges). A device's tree holds only the kept neighbours whose edge is in
+// the training split (held-out edges never carry messages). In round 1 the
+// server also sends kTrainPartners records: devices drawn uniformly by the
+// server (random pairings over the participants, so each device gets at
+// most `negatives` training and `eval_negatives` evaluation partners, and
+// the pairing is symmetric); a drawn partner that is in fact a neighbour is
+// skipped by both ends, silently. Keys to partners are fetched like
+// neighbours' keys, and every partner and neighbour gets a kKeepNotice.
+// The kTrainAssignment record comes after the partner records. In each
+// epoch, after pooling, a device sends its pooled embedding h_u
+// (kPooledEmbedding) to every neighbour and partner taking part; with all
+// theirs in it takes the loss of Eq. 33 (sign fixed) over its positives
+// (kept neighbours on training edges) and training partners, sends each
+// of them the gradient at its embedding (kPooledGradient; zero to the
+// rest), adds what it receives to the gradient at h_u, and goes on as in
+// the node task (leaf gradients to keepers, backward, upload). It uploads
+// kTrainLinkScores (the scores h_u . h_v of its held-out edges and its
+// evaluation partners, each pair counted at its lower id) before its
+// kTrainMetrics.
+//
 // Device-to-device plaintexts (sealed with the pair's job keys, relayed):
 // type (1) | epoch (4) | body. kKeepNotice: keeps (1). kFeatures: the
 // packed encoding (OneBitPackedSize(d) bytes, privacy/one_bit_encoder.h).
@@ -50,9 +73,10 @@
 
 namespace nodefl::lumos {
 
-inline constexpr uint8_t kTrainVersion = 1;
+inline constexpr uint8_t kTrainVersion = 2;
 
 enum class TrainPhase : uint8_t { kSetup = 1, kEpoch = 2, kReport = 3 };
+enum class TrainTask : uint8_t { kNode = 0, kLink = 1 };
 
 struct TrainParameters {
   TrainPhase phase = TrainPhase::kSetup;
@@ -74,12 +98,33 @@ struct TrainParameters {
   uint8_t salt[16] = {};
   uint32_t epoch = 0;  // kEpoch: 1, 2, ...
   bool train = true;   // kEpoch: dropout on, losses taken, gradients uploaded
+  TrainTask task = TrainTask::kNode;
+  // kLink: partners per device at most (training negatives, evaluation
+  // negatives), and the seed of the edge split.
+  uint8_t negatives = 0;
+  uint8_t eval_negatives = 0;
+  uint64_t edge_seed = 0;
 };
-// version | phase | flags (bit 0 paper, bit 1 ego star, bit 2 train) |
-// layer | features (4) | hidden (2) | out (2) | heads | classes (2) |
-// dropout (4) | epsilon (4) | parameters (4) | salt (16) | epoch (4) |
-// label epsilon (4)
-inline constexpr size_t kTrainParametersBytes = 51;
+// version | phase | flags (bit 0 paper, bit 1 ego star, bit 2 train,
+// bit 3 link task) | layer | features (4) | hidden (2) | out (2) | heads |
+// classes (2) | dropout (4) | epsilon (4) | parameters (4) | salt (16) |
+// epoch (4) | label epsilon (4) | negatives | eval negatives | edge seed (8)
+// (classes may be 0 for the link task: no classifier)
+inline constexpr size_t kTrainParametersBytes = 61;
+
+// The edge split of the link task (Lumos Sec. VIII-A: 80/5/15): 0 train,
+// 1 validation, 2 test, the same for (a, b) and (b, a). A public rule, not
+// a secret: a 64-bit mix of the seed and the ordered pair, not a
+// cryptographic hash.
+inline constexpr double kEdgeTrainFraction = 0.8;
+inline constexpr double kEdgeValidationFraction = 0.05;
+uint8_t EdgeSplitOf(uint64_t seed, uint32_t a, uint32_t b);
+
+// Link scores travel as one of kScoreBins bins of the logit h_u . h_v:
+// [-16, 16) in steps of 1/8, clamped at both ends (the ROC-AUC is then
+// computed over bins, ties counted half).
+inline constexpr uint32_t kScoreBins = 256;
+uint8_t ScoreBin(float logit);
 
 [[nodiscard]] Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out);
 // kInvalidArgument for a wrong size or version, an unknown phase, flag or
@@ -94,6 +139,17 @@ enum TrainDataKind : uint32_t {
   kTrainGradient = 3,    // device -> server: first index (4) | floats
   kTrainMetrics = 4,     // device -> server: TrainMetrics
   kTrainSummary = 5,     // device -> server: TrainSummary
+  kTrainPartners = 6,    // server -> device (link): entries of id (4) | use (1): 0 training, 1 evaluation
+  kTrainLinkScores = 7,  // device -> server (link): epoch (4) | entries of kind (1) | ScoreBin (1)
+};
+
+// kTrainPartners entries per record and kTrainLinkScores entries per record.
+inline constexpr size_t kTrainPartnersPerRecord = 500;
+inline constexpr size_t kTrainScoresPerRecord = 1500;
+enum LinkScoreKind : uint8_t {
+  kScoreValidationEdge = 1,  // an edge of the validation split
+  kScoreTestEdge = 2,        // an edge of the test split
+  kScoreNegative = 3,        // an evaluation partner (a non-edge), for both splits
 };
 
 // Floats per kTrainParams / kTrainGradient record (a record's data stays
@@ -107,10 +163,11 @@ struct TrainMetrics {
   bool trained = false;   // a loss was taken (training split, train epoch)
   bool correct = false;   // the classifier's prediction equals the label
   uint32_t pool = 0;      // leaves pooled into the node's embedding
-  double loss = 0;        // the cross-entropy (also for validation and test nodes)
+  double loss = 0;        // node: the cross-entropy (also for validation and test nodes); link: the loss's sum
+  uint32_t terms = 0;     // link: the loss's terms (positives + negatives); node: 1 when trained
 };
-// epoch (4) | split | flags (bit 0 labelled, 1 trained, 2 correct) | pool (4) | loss (8)
-inline constexpr size_t kTrainMetricsBytes = 18;
+// epoch (4) | split | flags (bit 0 labelled, 1 trained, 2 correct) | pool (4) | loss (8) | terms (4)
+inline constexpr size_t kTrainMetricsBytes = 22;
 
 [[nodiscard]] Result<size_t> EncodeTrainMetrics(const TrainMetrics& m, ByteSpan out);
 [[nodiscard]] Result<TrainMetrics> DecodeTrainMetrics(ConstByteSpan bytes);
@@ -133,7 +190,15 @@ inline constexpr size_t kTrainSummaryBytes = 8 * 4 + 2 * 8;
 [[nodiscard]] Result<TrainSummary> DecodeTrainSummary(ConstByteSpan bytes);
 
 // Device-to-device.
-enum class TrainMessageType : uint8_t { kKeepNotice = 1, kFeatures = 2, kLeafEmbedding = 3, kLeafGradient = 4 };
+// kPooledEmbedding, kPooledGradient (link task): out floats.
+enum class TrainMessageType : uint8_t {
+  kKeepNotice = 1,
+  kFeatures = 2,
+  kLeafEmbedding = 3,
+  kLeafGradient = 4,
+  kPooledEmbedding = 5,
+  kPooledGradient = 6,
+};
 inline constexpr size_t kTrainMessageHeaderBytes = 5;  // type | epoch (0 in setup)
 
 }  // namespace nodefl::lumos
