@@ -78,9 +78,11 @@ inline constexpr uint64_t kEdgeSeed = 20;  // holds out (1,2) for validation, (2
 inline constexpr uint8_t kNegatives = 2, kEvalNegatives = 2;
 
 inline TrainParameters Params(TrainPhase phase, bool paper, uint32_t epoch = 0, bool train = true,
-                              TrainTask task = TrainTask::kNode) {
+                              TrainTask task = TrainTask::kNode, uint16_t projection = 0) {
   TrainParameters p;
   p.task = task;
+  p.projection = projection;
+  p.projection_seed = 0xC0FFEE;
   if (task == TrainTask::kLink) {
     p.negatives = kNegatives;
     p.eval_negatives = kEvalNegatives;
@@ -98,7 +100,7 @@ inline TrainParameters Params(TrainPhase phase, bool paper, uint32_t epoch = 0, 
   p.epsilon = 2.0f;
   p.label_epsilon = 2.0f;
   gnn::ModelShape s;
-  s.features = p.features;
+  s.features = ModelFeatures(p);
   s.hidden = p.hidden;
   s.out = p.out;
   s.heads = p.heads;
@@ -220,7 +222,7 @@ class Server {
   }
   void Setup(bool paper) {
     for (uint32_t v = 0; v < w_.n; ++v) {
-      JobStart(v, 1, Encoded(Params(TrainPhase::kSetup, paper)));
+      JobStart(v, 1, Encoded(Params(TrainPhase::kSetup, paper, 0, true, TrainTask::kNode, projection)));
       Data(v, 1, kTrainAssignment, {static_cast<uint8_t>(v % 3 == 2 ? 1 : 0)});  // 2 and 5 validate
     }
     Pump();
@@ -245,7 +247,7 @@ class Server {
   void Epoch(bool paper, uint32_t epoch, const std::vector<float>& params, bool train = true,
              TrainTask task = TrainTask::kNode) {
     for (uint32_t v = 0; v < w_.n; ++v) {
-      JobStart(v, 1 + epoch, Encoded(Params(TrainPhase::kEpoch, paper, epoch, train, task)));
+      JobStart(v, 1 + epoch, Encoded(Params(TrainPhase::kEpoch, paper, epoch, train, task, projection)));
       for (size_t first = 0; first < params.size(); first += kTrainFloatsPerRecord) {
         const size_t count = std::min(kTrainFloatsPerRecord, params.size() - first);
         std::vector<uint8_t> rec(4 + 4 * count);
@@ -371,6 +373,7 @@ class Server {
   }
 
   uint64_t now = 5'000;
+  uint16_t projection = 0;  // node task: the public projection's width (0: none)
   uint64_t relayed = 0;
   std::set<uint32_t> hold_keys_for;  // their key requests wait (ReleaseKeys)
   void ReleaseKeys() {

@@ -26,9 +26,9 @@ using namespace train_harness;  // NOLINT: the harness is this test's vocabulary
 // The federation's gradient from the devices' own trees and features,
 // computed here without any message: what the uploads must add up to.
 std::vector<double> ExpectedGradient(const World& w, Server& s, const std::vector<float>& params, bool paper) {
-  const TrainParameters p = Params(TrainPhase::kEpoch, paper, 1);
+  const TrainParameters p = Params(TrainPhase::kEpoch, paper, 1, true, TrainTask::kNode, s.projection);
   gnn::ModelShape shape;
-  shape.features = p.features;
+  shape.features = ModelFeatures(p);
   shape.hidden = p.hidden;
   shape.out = p.out;
   shape.heads = p.heads;
@@ -84,9 +84,10 @@ std::vector<double> ExpectedGradient(const World& w, Server& s, const std::vecto
   return g;
 }
 
-void RunFederation(bool paper) {
+void RunFederation(bool paper, uint16_t projection = 0) {
   const World w;
   Server s(w);
+  s.projection = projection;
   s.Setup(paper);
   for (uint32_t v = 0; v < w.n; ++v) {
     ASSERT_EQ(s.reports.count({v, 1}), 1u) << v;
@@ -99,7 +100,7 @@ void RunFederation(bool paper) {
     EXPECT_GT(s[v].ledger.phase_epsilon(kLedgerPhaseLumosFeatures), 0.0);
     EXPECT_EQ(s[v].ledger.unbounded(), paper) << v;
   }
-  const size_t total = Params(TrainPhase::kEpoch, paper, 1).parameters;
+  const size_t total = Params(TrainPhase::kEpoch, paper, 1, true, TrainTask::kNode, projection).parameters;
   const std::vector<float> params = RandomParams(total, 9);
   s.Epoch(paper, 1, params);
   std::vector<double> sum(total, 0.0);
@@ -138,6 +139,28 @@ void RunFederation(bool paper) {
 
 TEST(LumosTrainRoleTest, StrictFederationUploadsTheFederationsGradient) { RunFederation(false); }
 TEST(LumosTrainRoleTest, PaperFederationUploadsTheFederationsGradient) { RunFederation(true); }
+// 12 binary features projected to 5 dimensions: the trees see the
+// projection (paper: the own leaves hold it exactly).
+TEST(LumosTrainRoleTest, ProjectedFeaturesFederationUploadsTheFederationsGradient) {
+  RunFederation(false, 5);
+  RunFederation(true, 5);
+}
+TEST(LumosTrainRoleTest, PaperOwnLeavesHoldTheProjectionOfTheFeatures) {
+  const World w;
+  Server s(w);
+  s.projection = 5;
+  s.Setup(true);
+  for (uint32_t v = 0; v < w.n; ++v) {
+    std::vector<float> want(5);
+    ASSERT_TRUE(ProjectFeatures(0xC0FFEE, Span<const float>(w.features[v]), Span<float>(want)).ok());
+    const auto h0 = s[v].role.trainer().features();
+    ASSERT_EQ(h0.cols(), 5);
+    const gnn::TreeNodes& at = s[v].role.trainer().nodes();
+    for (uint32_t k = 0; k < at.own_leaves(); ++k) {
+      for (int f = 0; f < 5; ++f) EXPECT_FLOAT_EQ(h0(at.OwnLeaf(k), f), want[f]) << v;
+    }
+  }
+}
 
 // The hub's keys come last: every neighbour's notice reaches it before it
 // can open them (as on a busy server), and must be held, not dropped.
@@ -231,6 +254,53 @@ TEST(LumosTrainRoleTest, RandomisedResponseKeepsTheLabelAtItsRate) {
   EXPECT_FALSE(RandomisedResponse(noise, 4, 4, 2.0).ok());
   EXPECT_FALSE(RandomisedResponse(noise, 0, 4, 0.0).ok());
   EXPECT_EQ(*RandomisedResponse(noise, 0, 1, 2.0), 0u);
+}
+
+// The public projection: one rule on every platform (fixed values, from an
+// independent evaluation of its definition), values in [0, 1], each
+// dimension about N(0, 1) before the map, and inner products about the
+// cosine of the inputs (z_u . z_v / r).
+TEST(LumosTrainFormatTest, TheProjectionIsPublicAndKeepsTheFeaturesGeometry) {
+  std::vector<float> x(600, 0.0f), out(4);
+  for (int k : {3, 7, 11, 500}) x[k] = 1.0f;
+  ASSERT_TRUE(ProjectFeatures(42, Span<const float>(x), Span<float>(out)).ok());
+  EXPECT_FLOAT_EQ(out[0], 0.5f);
+  EXPECT_FLOAT_EQ(out[1], 0.5f);
+  EXPECT_FLOAT_EQ(out[2], 0.5f);
+  EXPECT_FLOAT_EQ(out[3], 0.3f);
+  std::vector<float> zero(600, 0.0f);
+  ASSERT_TRUE(ProjectFeatures(42, Span<const float>(zero), Span<float>(out)).ok());
+  for (float v : out) EXPECT_EQ(v, 0.5f);
+  EXPECT_FALSE(ProjectFeatures(42, Span<const float>(x), Span<float>()).ok());
+
+  // Two binary vectors of 40 ones sharing 20 (cosine 0.5), r = 4096.
+  constexpr int kR = 4096;
+  std::vector<float> u(1433, 0.0f), v(1433, 0.0f), pu(kR), pv(kR);
+  for (int k = 0; k < 40; ++k) u[37 * k % 1433] = 1.0f;
+  for (int k = 20; k < 60; ++k) v[37 * k % 1433] = 1.0f;
+  ASSERT_TRUE(ProjectFeatures(9, Span<const float>(u), Span<float>(pu)).ok());
+  ASSERT_TRUE(ProjectFeatures(9, Span<const float>(v), Span<float>(pv)).ok());
+  double mean = 0, var = 0, dot = 0;
+  for (int j = 0; j < kR; ++j) {
+    ASSERT_GE(pu[j], 0.0f);
+    ASSERT_LE(pu[j], 1.0f);
+    const double zu = (pu[j] - 0.5) * 2 * kProjectionClip, zv = (pv[j] - 0.5) * 2 * kProjectionClip;
+    mean += zu;
+    var += zu * zu;
+    dot += zu * zv;
+  }
+  mean /= kR;
+  var = var / kR - mean * mean;
+  dot /= kR;
+  EXPECT_NEAR(mean, 0.0, 4.5 / std::sqrt(kR));   // the mean of r unit-variance draws
+  EXPECT_NEAR(var, 0.97, 0.1);                   // N(0, 1) clipped at 2.5 keeps 0.97 of its variance
+  EXPECT_NEAR(dot, 0.5, 0.1);                    // the cosine
+  // Another seed, another projection.
+  std::vector<float> other(kR);
+  ASSERT_TRUE(ProjectFeatures(10, Span<const float>(u), Span<float>(other)).ok());
+  int same = 0;
+  for (int j = 0; j < kR; ++j) same += other[j] == pu[j] ? 1 : 0;
+  EXPECT_LT(same, kR / 4);
 }
 
 TEST(LumosTrainFormatTest, ParametersRoundTripWithEveryFieldIntact) {

@@ -18,7 +18,7 @@ constexpr size_t kAlignSlack = 64;  // per carved span
 gnn::ModelShape ShapeOf(const TrainParameters& p) {
   gnn::ModelShape s;
   s.layer = static_cast<gnn::LayerKind>(p.layer);
-  s.features = p.features;
+  s.features = ModelFeatures(p);
   s.hidden = p.hidden;
   s.out = p.out;
   s.heads = p.heads;
@@ -53,11 +53,12 @@ size_t TrainRoleMemory(const TrainParameters& p, uint32_t workload, uint32_t deg
   const size_t rows = size_t{degree} + partners;
   const size_t link_bytes = link ? sizeof(float) * (3 * rows * shape.out + shape.out) + 2 * rows + 5 * kAlignSlack : 0;
   const TrainerSizing t = SizeTrainer(shape, p.ego_star ? gnn::TreeKind::kEgoStar : gnn::TreeKind::kLumosTree, workload);
-  const size_t d = p.features;
+  const size_t d = ModelFeatures(p);
   const size_t scratch = d > shape.out ? d : shape.out;
+  const size_t projected = p.projection != 0 ? sizeof(float) * p.projection + kAlignSlack : 0;
   return 4 * (t.row_begin + t.csr + d) + sizeof(float) * (t.scalars + 2 * layout->total + size_t{degree} * shape.out + d +
                                                       scratch) +
-         size_t{degree} * OneBitPackedSize(d) + 10 * kAlignSlack + link_bytes;
+         size_t{degree} * OneBitPackedSize(d) + 10 * kAlignSlack + link_bytes + projected;
 }
 
 LumosTrainRole::LumosTrainRole(uint32_t own_id, Span<TrainPeer> peers, Span<roles::KeyedPeer> keys, ByteSpan memory,
@@ -222,7 +223,7 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
     // per neighbour) must fit the budget before anything is sent.
     Result<OneBitParams> worst = MakeOneBitParams(ModeOf(p), p.epsilon,
                                                   peers_.size() == 0 ? 1 : static_cast<uint32_t>(peers_.size()),
-                                                  p.features, 0.0f, 1.0f);
+                                                  ModelFeatures(p), 0.0f, 1.0f);
     if (!worst.ok()) {
       refusal_ = worst.status();
     } else {
@@ -244,10 +245,12 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
     Result<Span<float>> params = arena_.Allocate<float>(layout->total);
     Result<Span<float>> grads = arena_.Allocate<float>(layout->total);
     Result<Span<float>> embeddings = arena_.Allocate<float>(peers_.size() * shape_.out);
-    Result<Span<float>> own = arena_.Allocate<float>(p.features);
-    Result<Span<uint8_t>> packed = arena_.Allocate<uint8_t>(peers_.size() * OneBitPackedSize(p.features));
-    Result<Span<float>> scratch = arena_.Allocate<float>(p.features > shape_.out ? p.features : shape_.out);
-    Result<Span<uint32_t>> dims = arena_.Allocate<uint32_t>(p.features);
+    const uint32_t d = ModelFeatures(p);
+    Result<Span<float>> own = arena_.Allocate<float>(d);
+    Result<Span<uint8_t>> packed = arena_.Allocate<uint8_t>(peers_.size() * OneBitPackedSize(d));
+    Result<Span<float>> scratch = arena_.Allocate<float>(d > shape_.out ? d : shape_.out);
+    Result<Span<uint32_t>> dims = arena_.Allocate<uint32_t>(d);
+    Result<Span<float>> projected = arena_.Allocate<float>(p.projection);
     const size_t link_rows = link() ? (peers_.size() + partner_capacity) * shape_.out : 0;
     Result<Span<float>> pooled = arena_.Allocate<float>(link_rows);
     Result<Span<float>> loss_rows = arena_.Allocate<float>(link_rows);
@@ -256,7 +259,7 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
     Result<Span<uint8_t>> scores = arena_.Allocate<uint8_t>(link() ? 2 * (peers_.size() + partner_capacity) : 0);
     if (!rows.ok() || !csr.ok() || !scalars.ok() || !params.ok() || !grads.ok() || !embeddings.ok() || !own.ok() ||
         !packed.ok() || !scratch.ok() || !dims.ok() || !pooled.ok() || !loss_rows.ok() || !loss_grads.ok() ||
-        !received.ok() || !scores.ok()) {
+        !received.ok() || !scores.ok() || !projected.ok()) {
       refusal_ = Status::ResourceExhausted();
     } else {
       params_buffer_ = *params;
@@ -271,7 +274,14 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
       loss_grads_ = *loss_grads;
       received_grad_ = *received;
       scores_ = *scores;
-      refusal_ = trainer_.Bind(shape_, kind, workload_, *rows, *csr, *scalars);
+      // What the model sees of this device's features: the public
+      // projection of them, or themselves.
+      model_input_ = own_features_;
+      if (p.projection != 0) {
+        refusal_ = ProjectFeatures(p.projection_seed, own_features_, *projected);
+        model_input_ = Span<const float>(projected->data(), projected->size());
+      }
+      if (refusal_.ok()) refusal_ = trainer_.Bind(shape_, kind, workload_, *rows, *csr, *scalars);
     }
   }
   // Keys: every neighbour, also when this device refuses: its notices tell
@@ -329,7 +339,7 @@ Status LumosTrainRole::EncodeFeatures() {
     if (p.keeps_me) p.keeper_index = keepers_++;
   }
   const uint32_t bins = keepers_ == 0 ? 1 : keepers_;
-  Result<OneBitParams> op = MakeOneBitParams(ModeOf(params_), params_.epsilon, bins, params_.features, 0.0f, 1.0f);
+  Result<OneBitParams> op = MakeOneBitParams(ModeOf(params_), params_.epsilon, bins, ModelFeatures(params_), 0.0f, 1.0f);
   if (!op.ok()) return op.status();
   feature_params_ = *op;
   Result<OneBitCost> cost = OneBitEpsilon(feature_params_);
@@ -350,7 +360,7 @@ Status LumosTrainRole::EncodeFeatures() {
   if (params_.paper) {
     NODEFL_TRY(ledger_.Record(kLedgerPhaseLumosTraining, Mechanism::kExact, PrivacyMode::kPaper, raw));
   }
-  const size_t d = params_.features;
+  const size_t d = ModelFeatures(params_);
   NODEFL_TRY(AssignReleasedDimensions(noise_, feature_params_, receiver_of_dim_));
   // Bin by bin (each released dim is randomised exactly once, in its bin's
   // call): keeper b gets bin b, and the union of the bins, recovered, is
@@ -360,7 +370,7 @@ Status LumosTrainRole::EncodeFeatures() {
   Span<float> encoded(scratch_.data(), d);
   for (size_t i = 0; i < d; ++i) own_encoding_[i] = 0.5f;
   for (uint32_t b = 0; b < bins; ++b) {
-    NODEFL_TRY(EncodeOneBitPartial(noise_, feature_params_, own_features_, receiver_of_dim_, b, encoded));
+    NODEFL_TRY(EncodeOneBitPartial(noise_, feature_params_, model_input_, receiver_of_dim_, b, encoded));
     if (b < keepers_) NODEFL_TRY(PackOneBit(encoded, Span<uint8_t>(packed_.data() + b * packed, packed)));
     for (size_t i = 0; i < d; ++i) {
       if (receiver_of_dim_[i] == b) own_encoding_[i] = encoded[i];
@@ -375,9 +385,10 @@ Status LumosTrainRole::EncodeFeatures() {
 void LumosTrainRole::FillOwnLeaves() {
   gnn::MatrixMap<float> h0 = trainer_.features();
   const gnn::TreeNodes& at = trainer_.nodes();
-  const Span<const float> own = params_.paper ? own_features_ : Span<const float>(own_encoding_);
+  const Span<const float> own = params_.paper ? model_input_ : Span<const float>(own_encoding_);
+  const uint32_t d = ModelFeatures(params_);
   for (uint32_t k = 0; k < at.own_leaves(); ++k) {
-    for (uint32_t f = 0; f < params_.features; ++f) h0(at.OwnLeaf(k), f) = own[f];
+    for (uint32_t f = 0; f < d; ++f) h0(at.OwnLeaf(k), f) = own[f];
   }
 }
 
@@ -654,15 +665,16 @@ void LumosTrainRole::OnPeerMessage(TrainPeer& peer, ConstByteSpan m) {
       return;
     case TrainMessageType::kFeatures: {
       // bins (4) | packed bits of our bin.
-      if (!peer.in_tree || peer.features_received || body.size() != 4 + OneBitPackedSize(params_.features)) break;
+      const uint32_t d = ModelFeatures(params_);
+      if (!peer.in_tree || peer.features_received || body.size() != 4 + OneBitPackedSize(d)) break;
       const uint32_t bins = LoadU32Le(body.data());
       Result<OneBitParams> op =
-          MakeOneBitParams(ModeOf(params_), params_.epsilon, bins, params_.features, 0.0f, 1.0f);
-      Span<float> values(scratch_.data(), params_.features);
+          MakeOneBitParams(ModeOf(params_), params_.epsilon, bins, d, 0.0f, 1.0f);
+      Span<float> values(scratch_.data(), d);
       if (!op.ok() || !UnpackOneBit(body.subspan(4), values).ok() || !RecoverOneBit(*op, values, values).ok()) break;
       gnn::MatrixMap<float> h0 = trainer_.features();
       const uint32_t node = trainer_.nodes().NeighbourLeaf(peer.kept_index);
-      for (uint32_t f = 0; f < params_.features; ++f) h0(node, f) = values[f];
+      for (uint32_t f = 0; f < d; ++f) h0(node, f) = values[f];
       peer.features_received = true;
       ++features_got_;
       return;
@@ -784,7 +796,7 @@ Status LumosTrainRole::FlushPeer(TrainPeer& peer, device::DeviceSession& session
     if (!session.CanSend()) return Status::Ok();
   }
   if (peer.features_due) {
-    const size_t packed = OneBitPackedSize(params_.features);
+    const size_t packed = OneBitPackedSize(ModelFeatures(params_));
     if (4 + packed > sizeof(scratch_words_) - kTrainMessageHeaderBytes) return Status::ResourceExhausted();
     // bins (4) | this keeper's bin, built where SendMessage puts the body
     // (its copy onto itself is then a no-op).

@@ -29,6 +29,8 @@ Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out) {
   q[51] = p.negatives;
   q[52] = p.eval_negatives;
   StoreU64Le(p.edge_seed, q + 53);
+  StoreU16Le(p.projection, q + 61);
+  StoreU64Le(p.projection_seed, q + 63);
   Result<TrainParameters> check = DecodeTrainParameters(ConstByteSpan(out.data(), kTrainParametersBytes));
   if (!check.ok()) return check.status();
   return kTrainParametersBytes;
@@ -62,6 +64,8 @@ Result<TrainParameters> DecodeTrainParameters(ConstByteSpan bytes) {
   p.negatives = q[51];
   p.eval_negatives = q[52];
   p.edge_seed = LoadU64Le(q + 53);
+  p.projection = static_cast<uint16_t>(q[61] | q[62] << 8);
+  p.projection_seed = LoadU64Le(q + 63);
   if (p.features == 0 || p.hidden == 0 || p.out == 0 || p.heads == 0 || p.parameters == 0) {
     return Status::InvalidArgument();
   }
@@ -104,19 +108,50 @@ Result<TrainMetrics> DecodeTrainMetrics(ConstByteSpan bytes) {
   return m;
 }
 
-uint8_t EdgeSplitOf(uint64_t seed, uint32_t a, uint32_t b) {
-  const uint32_t lo = a < b ? a : b;
-  const uint32_t hi = a < b ? b : a;
-  // splitmix64's finaliser over the seed and the ordered pair: uniform
-  // enough for a public 80/5/15 split, and the same on every platform.
-  uint64_t x = seed ^ ((uint64_t{lo} << 32) | hi);
+uint64_t PublicMix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  x ^= x >> 31;
+  return x ^ (x >> 31);
+}
+
+uint8_t EdgeSplitOf(uint64_t seed, uint32_t a, uint32_t b) {
+  const uint32_t lo = a < b ? a : b;
+  const uint32_t hi = a < b ? b : a;
+  // Over the seed and the ordered pair: uniform enough for a public
+  // 80/5/15 split, and the same on every platform.
+  const uint64_t x = PublicMix64(seed ^ ((uint64_t{lo} << 32) | hi));
   const double u = static_cast<double>(x >> 11) * (1.0 / 9007199254740992.0);  // [0, 1), 53 bits
   if (u < kEdgeTrainFraction) return 0;
   return u < kEdgeTrainFraction + kEdgeValidationFraction ? 1 : 2;
+}
+
+Status ProjectFeatures(uint64_t seed, Span<const float> x, Span<float> out) {
+  if (out.empty() || x.empty() || out.size() > 65535) return Status::InvalidArgument();
+  double norm2 = 0;
+  for (float v : x) norm2 += double{v} * v;
+  for (float& o : out) o = 0.0f;
+  if (!(norm2 > 0)) {
+    for (float& o : out) o = 0.5f;
+    return Status::Ok();
+  }
+  // Column by column over the nonzero features (the shared datasets'
+  // features are sparse): r sign draws per nonzero.
+  for (size_t k = 0; k < x.size(); ++k) {
+    if (x[k] == 0.0f) continue;
+    const uint64_t column = PublicMix64(seed ^ (uint64_t{k} << 20));
+    for (size_t j = 0; j < out.size(); ++j) {
+      const bool negative = (PublicMix64(column + j) & 1u) != 0;
+      out[j] += negative ? -x[k] : x[k];
+    }
+  }
+  const float inv = static_cast<float>(1.0 / std::sqrt(norm2));
+  for (float& o : out) {
+    float z = o * inv;
+    z = z < -kProjectionClip ? -kProjectionClip : (z > kProjectionClip ? kProjectionClip : z);
+    o = (z + kProjectionClip) / (2.0f * kProjectionClip);
+  }
+  return Status::Ok();
 }
 
 uint8_t ScoreBin(float logit) {

@@ -207,6 +207,7 @@ class LumosTrainRole final : public device::Role {
   roles::PeerKeyTable keys_;
   roles::JobKeyAnnouncer job_key_;
   Span<const float> own_features_;
+  Span<const float> model_input_;  // own_features_, or their projection (TrainParameters::projection)
   int32_t label_ = -1;
   bool bound_ = false;
 

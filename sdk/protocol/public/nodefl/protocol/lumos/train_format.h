@@ -104,13 +104,40 @@ struct TrainParameters {
   uint8_t negatives = 0;
   uint8_t eval_negatives = 0;
   uint64_t edge_seed = 0;
+  // A public random projection of the features before encoding
+  // (ProjectFeatures): the model sees `projection` dimensions instead of
+  // `features` (0: no projection).
+  uint16_t projection = 0;
+  uint64_t projection_seed = 0;
 };
 // version | phase | flags (bit 0 paper, bit 1 ego star, bit 2 train,
 // bit 3 link task) | layer | features (4) | hidden (2) | out (2) | heads |
 // classes (2) | dropout (4) | epsilon (4) | parameters (4) | salt (16) |
-// epoch (4) | label epsilon (4) | negatives | eval negatives | edge seed (8)
+// epoch (4) | label epsilon (4) | negatives | eval negatives | edge seed (8) |
+// projection (2) | projection seed (8)
 // (classes may be 0 for the link task: no classifier)
-inline constexpr size_t kTrainParametersBytes = 61;
+inline constexpr size_t kTrainParametersBytes = 71;
+
+// The dimensions the model sees: the projection's, or the features'.
+inline uint32_t ModelFeatures(const TrainParameters& p) { return p.projection != 0 ? p.projection : p.features; }
+
+// The 64-bit mixer behind the job's public rules (the edge split, the
+// projection's signs): splitmix64's finaliser. Not a cryptographic hash:
+// these rules are public, only their agreement across parties matters.
+uint64_t PublicMix64(uint64_t x);
+
+// The public random projection (train_format.h, TrainParameters::
+// projection): out[j] = (clip(z_j, -kProjectionClip, kProjectionClip) +
+// kProjectionClip) / (2 kProjectionClip), z = S x / |x|, S a r x d matrix of
+// signs drawn from the seed (PublicMix64), r = out.size(). Each z_j is
+// about N(0, 1) and z_u . z_v / r about the cosine of x_u and x_v, so the
+// model sees the features' geometry in r dimensions; the values land in
+// [0, 1] like the shared datasets' binary features (0.5 is z = 0), so the
+// one-bit encoding (Eq. 26) and its recovery apply unchanged, with each
+// dimension's budget scaled by d / r. A zero vector projects to 0.5.
+// kInvalidArgument for an empty out or x, or out wider than 65,535.
+inline constexpr float kProjectionClip = 2.5f;
+[[nodiscard]] Status ProjectFeatures(uint64_t seed, Span<const float> x, Span<float> out);
 
 // The edge split of the link task (Lumos Sec. VIII-A: 80/5/15): 0 train,
 // 1 validation, 2 test, the same for (a, b) and (b, a). A public rule, not
