@@ -32,36 +32,13 @@ mkdir -p "$work"
 
 if [[ $build == 1 ]]; then
   bash toolchains/install-deps.sh arm64
-  missing=()
-  for p in libglib2.0-dev dpkg-dev xz-utils; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  if ((${#missing[@]})); then apt-get install -y -q "${missing[@]}" >/dev/null; fi
   cmake -S . -B build/aarch64 -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODEFL_SDK_ONLY=ON \
     -DNODEFL_BUILD_TESTS=ON -DCMAKE_TOOLCHAIN_FILE="$PWD/toolchains/aarch64-linux-gnu.cmake" >/dev/null
   cmake --build build/aarch64 -j "${NODEFL_JOBS:-2}" --target nodefl-compare-bench >/dev/null
 fi
 
-plugin=$work/libinsn_per_thread.so
-if [[ ! -f $plugin ]]; then
-  header=$(find "$work/src" -name qemu-plugin.h 2>/dev/null | head -n 1 || true)
-  if [[ -z $header ]]; then
-    echo "== fetching Debian's qemu source package for the plugin header"
-    mkdir -p "$work/apt/lists/partial" "$work/src"
-    printf '%s\n' "deb-src http://deb.debian.org/debian bookworm main" \
-      "deb-src http://deb.debian.org/debian-security bookworm-security main" >"$work/apt/sources.list"
-    apt_opts=(-o Dir::Etc::sourcelist="$PWD/$work/apt/sources.list" -o Dir::Etc::sourceparts=-
-              -o Dir::State::Lists="$PWD/$work/apt/lists")
-    apt-get "${apt_opts[@]}" update >/dev/null
-    version=$(dpkg-query -W -f='${source:Version}' qemu-user)
-    (cd "$work/src" && { apt-get "${apt_opts[@]}" source --download-only "qemu=$version" >/dev/null 2>&1 ||
-                         apt-get "${apt_opts[@]}" source --download-only qemu >/dev/null 2>&1; })
-    tarball=$(ls "$work"/src/qemu_*.orig.tar.* | head -n 1)
-    top=$(tar -tf "$tarball" | sed -n "1s|/.*||p")
-    tar -xf "$tarball" -C "$work/src" "$top/include/qemu/qemu-plugin.h"
-    header=$work/src/$top/include/qemu/qemu-plugin.h
-  fi
-  gcc -shared -fPIC -O2 -Wall -Wextra -I"$(dirname "$header")" $(pkg-config --cflags glib-2.0) \
-    tests/bench/qemu_insn_per_thread.c -o "$plugin"
-fi
+source tests/bench/qemu-insn-plugin.sh
+plugin=$(build_insn_plugin "$work")
 
 bench=build/aarch64/bin/nodefl-compare-bench
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(qemu-aarch64 --version | head -n 1)"

@@ -264,13 +264,13 @@ TEST(LumosTrainFormatTest, TheProjectionIsPublicAndKeepsTheFeaturesGeometry) {
   std::vector<float> x(600, 0.0f), out(4);
   for (int k : {3, 7, 11, 500}) x[k] = 1.0f;
   ASSERT_TRUE(ProjectFeatures(42, Span<const float>(x), Span<float>(out)).ok());
-  EXPECT_FLOAT_EQ(out[0], 0.5f);
-  EXPECT_FLOAT_EQ(out[1], 0.5f);
-  EXPECT_FLOAT_EQ(out[2], 0.5f);
-  EXPECT_FLOAT_EQ(out[3], 0.3f);
+  EXPECT_FLOAT_EQ(out[0], 0.0f);
+  EXPECT_FLOAT_EQ(out[1], 0.0f);
+  EXPECT_FLOAT_EQ(out[2], 0.0f);
+  EXPECT_FLOAT_EQ(out[3], -0.2f);
   std::vector<float> zero(600, 0.0f);
   ASSERT_TRUE(ProjectFeatures(42, Span<const float>(zero), Span<float>(out)).ok());
-  for (float v : out) EXPECT_EQ(v, 0.5f);
+  for (float v : out) EXPECT_EQ(v, 0.0f);
   EXPECT_FALSE(ProjectFeatures(42, Span<const float>(x), Span<float>()).ok());
 
   // Two binary vectors of 40 ones sharing 20 (cosine 0.5), r = 4096.
@@ -282,9 +282,9 @@ TEST(LumosTrainFormatTest, TheProjectionIsPublicAndKeepsTheFeaturesGeometry) {
   ASSERT_TRUE(ProjectFeatures(9, Span<const float>(v), Span<float>(pv)).ok());
   double mean = 0, var = 0, dot = 0;
   for (int j = 0; j < kR; ++j) {
-    ASSERT_GE(pu[j], 0.0f);
-    ASSERT_LE(pu[j], 1.0f);
-    const double zu = (pu[j] - 0.5) * 2 * kProjectionClip, zv = (pv[j] - 0.5) * 2 * kProjectionClip;
+    ASSERT_GE(pu[j], -0.5f);
+    ASSERT_LE(pu[j], 0.5f);
+    const double zu = pu[j] * 2 * kProjectionClip, zv = pv[j] * 2 * kProjectionClip;
     mean += zu;
     var += zu * zu;
     dot += zu * zv;

@@ -23,6 +23,7 @@
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/lumos/tree_trainer.h"
 #include "nodefl/privacy/one_bit_encoder.h"
+#include "nodefl/protocol/lumos/train_format.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/server/lumos/training/adam.h"
 #include "nodefl/server/lumos/training/central.h"
@@ -45,6 +46,8 @@ struct Options {
   uint32_t every = 10;
   double epsilon = 0;        // > 0: one-bit features as the job sends them (Lumos Eq. 26-27)
   std::string mode = "paper";  // with --epsilon: paper (raw own leaves) or strict (the union encoding)
+  uint32_t projection = 0;     // > 0: the job's public random projection of the features (ProjectFeatures)
+  uint64_t projection_seed = 1;
 };
 
 struct Device {
@@ -74,13 +77,16 @@ int main(int argc, char** argv) {
       .Value("--seed", cli::Whole(&o.seed, 0, UINT64_MAX))
       .Value("--every", cli::Whole(&o.every, 0, 100'000))
       .Value("--epsilon", cli::Real(&o.epsilon, 0.0, false, 1e6))
-      .Value("--mode", cli::OneOf({"paper", "strict"}, [&o](const std::string& v) { o.mode = v; }));
+      .Value("--mode", cli::OneOf({"paper", "strict"}, [&o](const std::string& v) { o.mode = v; }))
+      .Value("--projection", cli::Whole(&o.projection, 0, 65'535))
+      .Value("--projection-seed", cli::Whole(&o.projection_seed, 0, UINT64_MAX));
   const cli::ParseOutcome parsed = flags.Parse(argc, argv);
   if (parsed == cli::ParseOutcome::kHelp) {
     std::printf(
         "usage: nodefl-lumos-train-sim --graph DIR [--model gcn|gat] [--tree tree|ego]\n"
         "                              [--trim exact|greedy|none] [--epochs N] [--seed S] [--every N]\n"
-        "                              [--epsilon E [--mode paper|strict]]\n"
+        "                              [--epsilon E [--mode paper|strict]] [--projection R]\n"
+        "                              [--projection-seed S]\n"
         "Lumos training in one process without noise (see the source's header).\n");
     return 0;
   }
@@ -126,6 +132,21 @@ int main(int argc, char** argv) {
   for (uint32_t v = 0; v < n; ++v) {
     for (uint64_t i = g.feature_offsets[v]; i < g.feature_offsets[v + 1]; ++i) x[size_t{v} * shape.features + g.features[i]] = 1;
   }
+  if (o.projection > 0) {
+    // What the devices feed the model with TrainParameters::projection.
+    const uint32_t d = shape.features, r = o.projection;
+    std::vector<float> projected(size_t{n} * r);
+    for (uint32_t v = 0; v < n; ++v) {
+      if (!nodefl::lumos::ProjectFeatures(o.projection_seed, Span<const float>(x.data() + size_t{v} * d, d),
+                                          Span<float>(projected.data() + size_t{v} * r, r))
+               .ok()) {
+        std::fprintf(stderr, "%s: cannot project device %u's features\n", kTool, v);
+        return 1;
+      }
+    }
+    x.swap(projected);
+    shape.features = r;
+  }
   // With --epsilon: what each keeper receives of each device's features
   // (its bin, recovered), and what the device's own leaves carry.
   std::vector<std::vector<float>> received(n), own(n);  // received[u]: wl(u) x d, in pair order
@@ -133,7 +154,8 @@ int main(int argc, char** argv) {
     const nodefl::PrivacyMode mode = o.mode == "strict" ? nodefl::PrivacyMode::kStrict : nodefl::PrivacyMode::kPaper;
     std::vector<std::vector<std::pair<uint32_t, uint32_t>>> keepers_of(n);  // v -> (u, k)
     for (uint32_t u = 0; u < n; ++u) {
-      received[u].assign(devices[u]->kept.size() * shape.features, 0.5f);
+      // Unreleased dims recover to the range's midpoint.
+      received[u].assign(devices[u]->kept.size() * shape.features, o.projection > 0 ? 0.0f : 0.5f);
       for (uint32_t k = 0; k < devices[u]->kept.size(); ++k) keepers_of[devices[u]->kept[k]].push_back({u, k});
     }
     nodefl::Drbg noise;
@@ -143,7 +165,9 @@ int main(int argc, char** argv) {
     std::vector<float> enc(d), xv(d);
     for (uint32_t v = 0; v < n; ++v) {
       const uint32_t bins = std::max<uint32_t>(1, static_cast<uint32_t>(keepers_of[v].size()));
-      auto params = nodefl::MakeOneBitParams(mode, o.epsilon, bins, d, 0.0f, 1.0f);
+      // The range the job tells the encoder (train_format.h, ModelFeatureRange).
+      const float lower = o.projection > 0 ? -0.5f : 0.0f, upper = o.projection > 0 ? 0.5f : 1.0f;
+      auto params = nodefl::MakeOneBitParams(mode, o.epsilon, bins, d, lower, upper);
       if (!params.ok()) {
         std::fprintf(stderr, "%s: device %u: no one-bit parameters for epsilon %g, %u bins\n", kTool, v, o.epsilon, bins);
         return 1;
@@ -256,7 +280,9 @@ int main(int argc, char** argv) {
       std::printf("sim lumos %s %s (trim %s, %s) on %s: epochs %u, last train %.4f validation %.4f test %.4f; "
                   "best validation %.4f at epoch %u, test %.4f there; %.1f s\n",
                   o.model.c_str(), o.tree.c_str(), o.trim.c_str(),
-                  o.epsilon > 0 ? (o.mode + " one-bit features, epsilon " + std::to_string(o.epsilon)).c_str() : "no noise",
+                  (o.epsilon > 0 ? o.mode + " one-bit features, epsilon " + std::to_string(o.epsilon) : std::string("no noise"))
+                      .append(o.projection > 0 ? ", projection " + std::to_string(o.projection) : std::string())
+                      .c_str(),
                   g.name.c_str(), o.epochs, acc[0], acc[1], acc[2],
                   best_validation, best_epoch, test_at_best,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "nodefl/lumos/train_role.h"
@@ -55,13 +56,56 @@ double PassMicros(const nodefl::gnn::ModelShape& shape, uint32_t workload, int r
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / repeats;
 }
 
+// --pass MODEL --features D --workload W --repeats R: only R passes of one
+// tree (no table), for instruction counts under an emulator
+// (tests/bench/lumos-train-insn-count.sh runs it twice and takes the
+// difference, so set-up costs cancel).
+int OnePass(int argc, char** argv) {
+  int layer = 1;
+  uint32_t d = 0, wl = 0;
+  int repeats = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const long v = std::strtol(argv[i + 1], nullptr, 10);
+    if (flag == "--pass") {
+      const std::string m = argv[i + 1];
+      if (m != "gcn" && m != "gat") return 2;
+      layer = m == "gat" ? 2 : 1;
+    } else if (flag == "--features" && v > 0) {
+      d = static_cast<uint32_t>(v);
+    } else if (flag == "--workload" && v > 0) {
+      wl = static_cast<uint32_t>(v);
+    } else if (flag == "--repeats" && v > 0) {
+      repeats = static_cast<int>(v);
+    } else {
+      std::fprintf(stderr, "nodefl-lumos-train-bench: bad argument '%s %s' (see --help)\n", argv[i], argv[i + 1]);
+      return 2;
+    }
+  }
+  if (d == 0 || wl == 0 || argc % 2 == 0) {
+    std::fprintf(stderr, "nodefl-lumos-train-bench: --pass needs --features D and --workload W (see --help)\n");
+    return 2;
+  }
+  nodefl::gnn::ModelShape shape;
+  shape.layer = layer == 2 ? nodefl::gnn::LayerKind::kGat : nodefl::gnn::LayerKind::kGcn;
+  shape.features = d;
+  shape.classes = 7;
+  const double us = PassMicros(shape, wl, repeats);
+  if (us < 0) return 1;
+  std::printf("passes %d model %s features %u workload %u\n", repeats, layer == 2 ? "gat" : "gcn", d, wl);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--pass") == 0) return OnePass(argc, argv);
   if (argc > 1) {
     std::printf("usage: nodefl-lumos-train-bench\n"
+                "       nodefl-lumos-train-bench --pass gcn|gat --features D --workload W [--repeats R]\n"
                 "Prints, per model, feature width and workload, the training role's job memory and\n"
-                "the CPU time of one forward and backward pass of the device's tree.\n");
+                "the CPU time of one forward and backward pass of the device's tree. With --pass it\n"
+                "only runs R passes of one tree (for instruction counts under an emulator).\n");
     return std::strcmp(argv[1], "--help") == 0 ? 0 : 2;
   }
   std::printf("%-5s %9s %9s %11s %14s %16s\n", "model", "features", "workload", "tree nodes", "job memory KiB",

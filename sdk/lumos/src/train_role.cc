@@ -223,7 +223,8 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
     // per neighbour) must fit the budget before anything is sent.
     Result<OneBitParams> worst = MakeOneBitParams(ModeOf(p), p.epsilon,
                                                   peers_.size() == 0 ? 1 : static_cast<uint32_t>(peers_.size()),
-                                                  ModelFeatures(p), 0.0f, 1.0f);
+                                                  ModelFeatures(p), ModelFeatureRange(p).lower,
+                                                  ModelFeatureRange(p).upper);
     if (!worst.ok()) {
       refusal_ = worst.status();
     } else {
@@ -339,7 +340,9 @@ Status LumosTrainRole::EncodeFeatures() {
     if (p.keeps_me) p.keeper_index = keepers_++;
   }
   const uint32_t bins = keepers_ == 0 ? 1 : keepers_;
-  Result<OneBitParams> op = MakeOneBitParams(ModeOf(params_), params_.epsilon, bins, ModelFeatures(params_), 0.0f, 1.0f);
+  const FeatureRange range = ModelFeatureRange(params_);
+  Result<OneBitParams> op =
+      MakeOneBitParams(ModeOf(params_), params_.epsilon, bins, ModelFeatures(params_), range.lower, range.upper);
   if (!op.ok()) return op.status();
   feature_params_ = *op;
   Result<OneBitCost> cost = OneBitEpsilon(feature_params_);
@@ -669,7 +672,8 @@ void LumosTrainRole::OnPeerMessage(TrainPeer& peer, ConstByteSpan m) {
       if (!peer.in_tree || peer.features_received || body.size() != 4 + OneBitPackedSize(d)) break;
       const uint32_t bins = LoadU32Le(body.data());
       Result<OneBitParams> op =
-          MakeOneBitParams(ModeOf(params_), params_.epsilon, bins, d, 0.0f, 1.0f);
+          MakeOneBitParams(ModeOf(params_), params_.epsilon, bins, d, ModelFeatureRange(params_).lower,
+                           ModelFeatureRange(params_).upper);
       Span<float> values(scratch_.data(), d);
       if (!op.ok() || !UnpackOneBit(body.subspan(4), values).ok() || !RecoverOneBit(*op, values, values).ok()) break;
       gnn::MatrixMap<float> h0 = trainer_.features();

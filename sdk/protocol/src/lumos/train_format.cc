@@ -131,10 +131,7 @@ Status ProjectFeatures(uint64_t seed, Span<const float> x, Span<float> out) {
   double norm2 = 0;
   for (float v : x) norm2 += double{v} * v;
   for (float& o : out) o = 0.0f;
-  if (!(norm2 > 0)) {
-    for (float& o : out) o = 0.5f;
-    return Status::Ok();
-  }
+  if (!(norm2 > 0)) return Status::Ok();
   // Column by column over the nonzero features (the shared datasets'
   // features are sparse): r sign draws per nonzero.
   for (size_t k = 0; k < x.size(); ++k) {
@@ -149,7 +146,7 @@ Status ProjectFeatures(uint64_t seed, Span<const float> x, Span<float> out) {
   for (float& o : out) {
     float z = o * inv;
     z = z < -kProjectionClip ? -kProjectionClip : (z > kProjectionClip ? kProjectionClip : z);
-    o = (z + kProjectionClip) / (2.0f * kProjectionClip);
+    o = z / (2.0f * kProjectionClip);
   }
   return Status::Ok();
 }

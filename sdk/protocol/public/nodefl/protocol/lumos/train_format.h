@@ -120,6 +120,15 @@ inline constexpr size_t kTrainParametersBytes = 71;
 
 // The dimensions the model sees: the projection's, or the features'.
 inline uint32_t ModelFeatures(const TrainParameters& p) { return p.projection != 0 ? p.projection : p.features; }
+// Their range, which the one-bit encoding (Eq. 26) is told: [0, 1] for the
+// features (binary in the shared datasets), [-1/2, 1/2] for the projection.
+struct FeatureRange {
+  float lower = 0.0f;
+  float upper = 1.0f;
+};
+inline FeatureRange ModelFeatureRange(const TrainParameters& p) {
+  return p.projection != 0 ? FeatureRange{-0.5f, 0.5f} : FeatureRange{0.0f, 1.0f};
+}
 
 // The 64-bit mixer behind the job's public rules (the edge split, the
 // projection's signs): splitmix64's finaliser. Not a cryptographic hash:
@@ -127,14 +136,14 @@ inline uint32_t ModelFeatures(const TrainParameters& p) { return p.projection !=
 uint64_t PublicMix64(uint64_t x);
 
 // The public random projection (train_format.h, TrainParameters::
-// projection): out[j] = (clip(z_j, -kProjectionClip, kProjectionClip) +
-// kProjectionClip) / (2 kProjectionClip), z = S x / |x|, S a r x d matrix of
-// signs drawn from the seed (PublicMix64), r = out.size(). Each z_j is
-// about N(0, 1) and z_u . z_v / r about the cosine of x_u and x_v, so the
-// model sees the features' geometry in r dimensions; the values land in
-// [0, 1] like the shared datasets' binary features (0.5 is z = 0), so the
-// one-bit encoding (Eq. 26) and its recovery apply unchanged, with each
-// dimension's budget scaled by d / r. A zero vector projects to 0.5.
+// projection): out[j] = clip(z_j, -kProjectionClip, kProjectionClip) /
+// (2 kProjectionClip), z = S x / |x|, S a r x d matrix of signs drawn from
+// the seed (PublicMix64), r = out.size(). Each z_j is about N(0, 1) and
+// z_u . z_v / r about the cosine of x_u and x_v, so the model sees the
+// features' geometry in r dimensions, centred (an uncentred [0, 1] map
+// trained far worse: docs/benchmarks.md); the values lie in [-1/2, 1/2]
+// (ModelFeatureRange), and the one-bit encoding spends the same budget
+// over r dimensions instead of d. A zero vector projects to 0.
 // kInvalidArgument for an empty out or x, or out wider than 65,535.
 inline constexpr float kProjectionClip = 2.5f;
 [[nodiscard]] Status ProjectFeatures(uint64_t seed, Span<const float> x, Span<float> out);
