@@ -27,6 +27,8 @@
 #include "nodefl/random/drbg.h"
 #include "nodefl/server/lumos/training/adam.h"
 #include "nodefl/server/lumos/training/central.h"
+#include "nodefl/server/lumos/training/link_task.h"
+#include "nodefl/gnn/losses.h"
 #include "nodefl/server/lumos/training/splits.h"
 #include "nodefl/server/lumos/trimming/trimming.h"
 
@@ -48,6 +50,9 @@ struct Options {
   std::string mode = "paper";  // with --epsilon: paper (raw own leaves) or strict (the union encoding)
   uint32_t projection = 0;     // > 0: the job's public random projection of the features (ProjectFeatures)
   uint64_t projection_seed = 1;
+  std::string task = "node";   // node classification, or link prediction (Eq. 33 with the sign fixed)
+  uint64_t edge_seed = 1;      // link: EdgeSplitOf's seed
+  uint32_t negatives = 4, eval_negatives = 2;  // link: partners per device (LinkPartners)
 };
 
 struct Device {
@@ -60,6 +65,132 @@ struct Device {
 int Fill(void* ctx, unsigned char* out, size_t n) {
   auto* rng = static_cast<std::mt19937_64*>(ctx);
   for (size_t i = 0; i < n; ++i) out[i] = static_cast<unsigned char>((*rng)() >> 56);
+  return 0;
+}
+
+// Link prediction (Lumos Sec. VI-C, Eq. 33 with the sign fixed) the way
+// the job runs it: positives are each device's kept training edges, the
+// negatives its training partners (LinkPartners over every node, a drawn
+// neighbour skipped); the gradient at every pooled embedding is gathered
+// from every loss it appears in and sent back to its leaves; ROC-AUC over
+// the binned scores of the held-out edges against the evaluation pairs.
+int TrainLink(const Options& o, const nodefl::dataset::Graph& g, std::vector<std::unique_ptr<Device>>& devices,
+              const std::vector<std::vector<std::pair<uint32_t, uint32_t>>>& keepers,
+              const nodefl::gnn::ModelShape& shape, std::vector<float>& params, sl::Adam& adam,
+              std::mt19937_64& rng) {
+  const uint32_t n = g.num_nodes, out = shape.out;
+  std::vector<std::vector<uint32_t>> adj(n);
+  for (uint32_t v = 0; v < n; ++v) {
+    adj[v].assign(g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
+                  g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
+    std::sort(adj[v].begin(), adj[v].end());
+  }
+  std::vector<uint32_t> ids(n);
+  for (uint32_t v = 0; v < n; ++v) ids[v] = v;
+  const auto partners = sl::LinkPartners(ids, o.negatives, o.eval_negatives, o.seed);
+  std::vector<float> grads(params.size()), pool(out);
+  std::vector<std::vector<float>> h(n, std::vector<float>(out)), dh(n, std::vector<float>(out));
+  const auto started = std::chrono::steady_clock::now();
+  double best_validation = 0, test_at_best = 0;
+  uint32_t best_epoch = 0;
+  for (uint32_t epoch = 1; epoch <= o.epochs + 1; ++epoch) {
+    const bool train = epoch <= o.epochs;
+    std::fill(grads.begin(), grads.end(), 0.0f);
+    for (auto& d : devices) {
+      (void)d->t.Forward(Span<const float>(params), train, &Fill, &rng);
+      d->t.ClearGradients();
+    }
+    for (uint32_t v = 0; v < n; ++v) {
+      devices[v]->t.BeginPool();
+      for (const auto& [u, k] : keepers[v]) {
+        const auto leaf = devices[u]->t.NeighbourLeaf(k);
+        (void)devices[v]->t.AddToPool(Span<const float>(leaf.data(), out));
+      }
+      const auto p = devices[v]->t.pooled();
+      std::copy(p.data(), p.data() + out, h[v].begin());
+      std::fill(dh[v].begin(), dh[v].end(), 0.0f);
+    }
+    sl::ScoreHistogram positive[3] = {}, negative = {};
+    auto dot = [&](uint32_t a, uint32_t b) {
+      float s = 0;
+      for (uint32_t i = 0; i < out; ++i) s += h[a][i] * h[b][i];
+      return s;
+    };
+    double loss_sum = 0;
+    uint64_t terms = 0;
+    std::vector<float> rows, d_rows, du(out);
+    for (uint32_t v = 0; v < n; ++v) {
+      for (uint32_t u : adj[v]) {
+        const uint8_t split = nodefl::lumos::EdgeSplitOf(o.edge_seed, v, u);
+        if (u > v && split != 0) ++positive[split][nodefl::lumos::ScoreBin(dot(v, u))];
+      }
+      std::vector<uint32_t> used;
+      if (devices[v]->t.pool_count() > 0) used = devices[v]->kept;  // positives
+      const size_t positives = used.size();
+      for (const sl::Partner& p : partners[v]) {
+        if (std::binary_search(adj[v].begin(), adj[v].end(), p.id)) continue;  // a neighbour: skipped
+        if (p.use == sl::PartnerUse::kEvaluation) {
+          if (p.id > v) ++negative[nodefl::lumos::ScoreBin(dot(v, p.id))];
+        } else if (devices[v]->t.pool_count() > 0) {
+          used.push_back(p.id);
+        }
+      }
+      if (!train || used.empty()) continue;
+      rows.assign(used.size() * out, 0.0f);
+      d_rows.assign(used.size() * out, 0.0f);
+      for (size_t r = 0; r < used.size(); ++r) std::copy(h[used[r]].begin(), h[used[r]].end(), rows.begin() + r * out);
+      const auto O = static_cast<Eigen::Index>(out);
+      const auto P = static_cast<Eigen::Index>(positives), Q = static_cast<Eigen::Index>(used.size() - positives);
+      auto loss = nodefl::gnn::LinkLoss<float>(
+          nodefl::gnn::ConstRowMap<float>(h[v].data(), O), nodefl::gnn::ConstMatrixMap<float>(rows.data(), P, O),
+          nodefl::gnn::ConstMatrixMap<float>(rows.data() + positives * out, Q, O),
+          nodefl::gnn::RowMap<float>(du.data(), O), nodefl::gnn::MatrixMap<float>(d_rows.data(), P, O),
+          nodefl::gnn::MatrixMap<float>(d_rows.data() + positives * out, Q, O));
+      if (!loss.ok()) continue;
+      loss_sum += *loss;
+      terms += used.size();
+      for (uint32_t i = 0; i < out; ++i) dh[v][i] += du[i];
+      for (size_t r = 0; r < used.size(); ++r) {
+        for (uint32_t i = 0; i < out; ++i) dh[used[r]][i] += d_rows[r * out + i];
+      }
+    }
+    const double auc_validation = sl::BinnedAuc(positive[1], negative), auc_test = sl::BinnedAuc(positive[2], negative);
+    if (auc_validation > best_validation || best_epoch == 0) {
+      best_validation = auc_validation;
+      test_at_best = auc_test;
+      best_epoch = epoch;
+    }
+    if (o.every && (epoch % o.every == 0 || epoch == 1 || !train)) {
+      std::fprintf(stderr, "%s: epoch %u%s loss %.4f ROC-AUC validation %.4f test %.4f\n", kTool, epoch,
+                   train ? "" : " (evaluation)", terms ? loss_sum / static_cast<double>(terms) : 0.0, auc_validation,
+                   auc_test);
+    }
+    if (!train) {
+      std::printf("sim lumos link %s %s (%s%s) on %s: epochs %u, last ROC-AUC validation %.4f test %.4f; "
+                  "best validation %.4f at epoch %u, test %.4f there; %.1f s\n",
+                  o.model.c_str(), o.tree.c_str(),
+                  o.epsilon > 0 ? (o.mode + " one-bit features, epsilon " + std::to_string(o.epsilon)).c_str()
+                                : "no noise",
+                  o.projection > 0 ? (", projection " + std::to_string(o.projection)).c_str() : "", g.name.c_str(),
+                  o.epochs, auc_validation, auc_test, best_validation, best_epoch, test_at_best,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      return 0;
+    }
+    // Each embedding's gradient to every leaf standing for it (Eq. 31).
+    for (uint32_t v = 0; v < n; ++v) {
+      auto& t = devices[v]->t;
+      if (t.pool_count() == 0) continue;
+      for (uint32_t i = 0; i < out; ++i) t.d_pooled()(static_cast<Eigen::Index>(i)) = dh[v][i];
+      if (!t.PoolGradient(Span<float>(pool)).ok()) continue;
+      (void)t.SetOwnLeafGradient(Span<const float>(pool));
+      for (const auto& [u, k] : keepers[v]) (void)devices[u]->t.SetNeighbourLeafGradient(k, Span<const float>(pool));
+    }
+    for (auto& d : devices) (void)d->t.Backward(Span<const float>(params), Span<float>(grads));
+    if (terms > 0) {
+      for (float& gv : grads) gv /= static_cast<float>(terms);
+      adam.Step(params, grads);
+    }
+  }
   return 0;
 }
 
@@ -79,14 +210,19 @@ int main(int argc, char** argv) {
       .Value("--epsilon", cli::Real(&o.epsilon, 0.0, false, 1e6))
       .Value("--mode", cli::OneOf({"paper", "strict"}, [&o](const std::string& v) { o.mode = v; }))
       .Value("--projection", cli::Whole(&o.projection, 0, 65'535))
-      .Value("--projection-seed", cli::Whole(&o.projection_seed, 0, UINT64_MAX));
+      .Value("--projection-seed", cli::Whole(&o.projection_seed, 0, UINT64_MAX))
+      .Value("--task", cli::OneOf({"node", "link"}, [&o](const std::string& v) { o.task = v; }))
+      .Value("--edge-seed", cli::Whole(&o.edge_seed, 0, UINT64_MAX))
+      .Value("--negatives", cli::Whole(&o.negatives, 1, 32))
+      .Value("--eval-negatives", cli::Whole(&o.eval_negatives, 1, 32));
   const cli::ParseOutcome parsed = flags.Parse(argc, argv);
   if (parsed == cli::ParseOutcome::kHelp) {
     std::printf(
         "usage: nodefl-lumos-train-sim --graph DIR [--model gcn|gat] [--tree tree|ego]\n"
         "                              [--trim exact|greedy|none] [--epochs N] [--seed S] [--every N]\n"
         "                              [--epsilon E [--mode paper|strict]] [--projection R]\n"
-        "                              [--projection-seed S]\n"
+        "                              [--projection-seed S] [--task node|link [--edge-seed S]\n"
+        "                              [--negatives Q] [--eval-negatives Q]]\n"
         "Lumos training in one process without noise (see the source's header).\n");
     return 0;
   }
@@ -101,8 +237,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   const nodefl::dataset::Graph& g = loaded.graph;
-  if (g.num_feature_dims == 0 || g.num_label_classes == 0) {
-    std::fprintf(stderr, "%s: %s needs features.tsv and labels.tsv\n", kTool, o.graph.c_str());
+  const bool link = o.task == "link";
+  if (g.num_feature_dims == 0 || (!link && g.num_label_classes == 0)) {
+    std::fprintf(stderr, "%s: %s needs features.tsv%s\n", kTool, o.graph.c_str(), link ? "" : " and labels.tsv");
     return 1;
   }
   const uint32_t n = g.num_nodes;
@@ -123,10 +260,19 @@ int main(int argc, char** argv) {
     }
     for (auto& d : devices) std::sort(d->kept.begin(), d->kept.end());
   }
+  if (link) {
+    // Held-out edges carry no messages: only kept training edges make trees.
+    for (uint32_t v = 0; v < n; ++v) {
+      auto& kept = devices[v]->kept;
+      kept.erase(std::remove_if(kept.begin(), kept.end(),
+                                [&](uint32_t u) { return nodefl::lumos::EdgeSplitOf(o.edge_seed, v, u) != 0; }),
+                 kept.end());
+    }
+  }
   nodefl::gnn::ModelShape shape;
   shape.layer = o.model == "gat" ? nodefl::gnn::LayerKind::kGat : nodefl::gnn::LayerKind::kGcn;
   shape.features = g.num_feature_dims;
-  shape.classes = g.num_label_classes;
+  shape.classes = link ? 0 : g.num_label_classes;
   const nodefl::gnn::TreeKind kind = o.tree == "ego" ? nodefl::gnn::TreeKind::kEgoStar : nodefl::gnn::TreeKind::kLumosTree;
   std::vector<float> x(size_t{n} * shape.features, 0.0f);
   for (uint32_t v = 0; v < n; ++v) {
@@ -218,7 +364,9 @@ int main(int argc, char** argv) {
   }
   std::vector<int32_t> label(n, -1);
   for (uint32_t v = 0; v < n; ++v) {
-    if (g.label_offsets[v + 1] > g.label_offsets[v]) label[v] = static_cast<int32_t>(g.labels[g.label_offsets[v]]);
+    if (g.label_offsets.size() == size_t{n} + 1 && g.label_offsets[v + 1] > g.label_offsets[v]) {
+      label[v] = static_cast<int32_t>(g.labels[g.label_offsets[v]]);
+    }
   }
   const std::vector<sl::Split> split = sl::SplitNodes(n, 1);
   const auto layout = nodefl::gnn::LayoutOf(shape);
@@ -233,6 +381,7 @@ int main(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   double best_validation = 0, test_at_best = 0;
   uint32_t best_epoch = 0;
+  if (link) return TrainLink(o, g, devices, keepers, shape, params, adam, rng);
   for (uint32_t epoch = 1; epoch <= o.epochs + 1; ++epoch) {
     const bool train = epoch <= o.epochs;
     std::fill(grads.begin(), grads.end(), 0.0f);
