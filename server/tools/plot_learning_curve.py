@@ -6,8 +6,11 @@ Inputs: one or more --series LABEL=PATH, each a TSV with a header row and
 the columns 'epoch' and 'validation' and 'test' (the lumos-train job's
 lumos-train-epochs.tsv, whose accuracy columns are named
 validation_accuracy and test_accuracy, or nodefl-lumos-central --output,
-named validation and test: either naming is read). A row whose 'train'
-column is 0 (the job's evaluation epoch) is drawn as a marker.
+named validation and test: either naming is read). Link prediction's
+curves (the job's or nodefl-lumos-central --task link's) name them
+validation_auc and test_auc; the y axis then reads ROC-AUC (a series
+without a defined AUC, "nan", leaves a gap). A row whose 'train' column
+is 0 (the job's evaluation epoch) is drawn as a marker.
 
 Example:
   server/tools/plot_learning_curve.py \\
@@ -27,7 +30,8 @@ sys.dont_write_bytecode = True
 
 
 def read_series(path):
-    """Returns (epochs, validation, test) lists from one TSV."""
+    """Returns (epochs, validation, test, metric) from one TSV; metric is
+    "accuracy" or "ROC-AUC"."""
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
@@ -42,12 +46,13 @@ def read_series(path):
                 return header.index(n)
         return None
     ie = column("epoch")
-    iv = column("validation_accuracy", "validation")
-    it = column("test_accuracy", "test")
+    iv = column("validation_accuracy", "validation", "validation_auc")
+    it = column("test_accuracy", "test", "test_auc")
     if ie is None or iv is None or it is None:
-        print(f"plot_learning_curve: {path}: needs columns epoch, validation(_accuracy), test(_accuracy)",
-              file=sys.stderr)
+        print(f"plot_learning_curve: {path}: needs columns epoch, validation(_accuracy or _auc), "
+              "test(_accuracy or _auc)", file=sys.stderr)
         sys.exit(2)
+    metric = "ROC-AUC" if header[iv] == "validation_auc" else "accuracy"
     epochs, val, test = [], [], []
     for n, line in enumerate(lines[1:], start=2):
         cells = line.split("\t")
@@ -58,7 +63,7 @@ def read_series(path):
         except (ValueError, IndexError):
             print(f"plot_learning_curve: {path}:{n}: not a row of numbers: {line!r}", file=sys.stderr)
             sys.exit(1)
-    return epochs, val, test
+    return epochs, val, test, metric
 
 
 def main():
@@ -84,12 +89,13 @@ def main():
     except ImportError:
         print("plot_learning_curve: python3-matplotlib is not installed", file=sys.stderr)
         return 3
+    metrics = {s[1][3] for s in series}
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for label, (epochs, val, test) in series:
+    for label, (epochs, val, test, _) in series:
         line, = ax.plot(epochs, test, label=f"{label}: test")
         ax.plot(epochs, val, linestyle="--", color=line.get_color(), label=f"{label}: validation")
     ax.set_xlabel("epoch")
-    ax.set_ylabel("accuracy")
+    ax.set_ylabel(" / ".join(sorted(metrics)))
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)

@@ -6,18 +6,23 @@
 // SplitNodes), the parameters sent every epoch, the averaged Adam step
 // against server/lumos/training's Adam on a copy, a straggler ended by the
 // deadline, malformed gradient records dropped as protocol errors, the
-// evaluation epoch, the report round and the outputs; also the plan's
-// options (lumos_train=node needs the dataset's dimensions).
+// evaluation epoch, the report round and the outputs; link mode (symmetric
+// partner records before the assignment, the gradient averaged over the
+// loss terms, the AUC of the devices' binned scores, malformed score records
+// dropping a contribution); also the plan's options (lumos_train=node needs
+// the dataset's dimensions, link its features).
 #include "nodefl/server/jobs/lumos_train_job.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nodefl/core/little_endian.h"
@@ -28,6 +33,7 @@
 #include "nodefl/server/jobs/lumos_kind.h"
 #include "nodefl/server/lumos/training/adam.h"
 #include "nodefl/server/lumos/training/central.h"
+#include "nodefl/server/lumos/training/link_task.h"
 #include "nodefl/server/lumos/training/splits.h"
 
 namespace nodefl::server::jobs {
@@ -81,6 +87,7 @@ std::vector<uint8_t> Metrics(uint32_t epoch, sl::Split split, bool trained, bool
   m.correct = correct;
   m.pool = 3;
   m.loss = loss;
+  m.terms = trained ? 1 : 0;
   std::vector<uint8_t> bytes(tf::kTrainMetricsBytes);
   EXPECT_TRUE(tf::EncodeTrainMetrics(m, ByteSpan(bytes)).ok());
   return bytes;
@@ -441,7 +448,7 @@ TEST(LumosTrainPlan, TrainingIsAnOptionalThirdStageThatNeedsTheDatasetsDimension
   EXPECT_NE(ValidateConfig(config).message.find("lumos_epsilon"), std::string::npos);
   Options<LumosJobConfig>(config).epsilon = 2;
   Options<LumosJobConfig>(config).train = "graph";
-  EXPECT_NE(ValidateConfig(config).message.find("lumos_train: 'graph' is not off or node"), std::string::npos);
+  EXPECT_NE(ValidateConfig(config).message.find("lumos_train: 'graph' is not off, node or link"), std::string::npos);
   Options<LumosJobConfig>(config).train = "node";
   Options<LumosJobConfig>(config).privacy = "paper";
   Options<LumosJobConfig>(config).method = "mcmc";
@@ -449,6 +456,300 @@ TEST(LumosTrainPlan, TrainingIsAnOptionalThirdStageThatNeedsTheDatasetsDimension
   EXPECT_EQ(JobStages(config), (std::vector<std::string>{"secure-compare", "lumos-mcmc", "lumos-train"}));
   // Without a finished trimming stage there is nothing to train on.
   EXPECT_EQ(MakeJob(config, "lumos-train", 3, {1, 2}, nullptr), nullptr);
+}
+
+// Link mode ---------------------------------------------------------------
+
+LumosTrainOptions LinkOptions(uint32_t epochs, const std::string& output_dir = {}) {
+  LumosTrainOptions o = Options2Epochs(output_dir);
+  o.epochs = epochs;
+  o.shape.classes = 0;
+  o.task = tf::TrainTask::kLink;
+  o.negatives = 2;
+  o.eval_negatives = 1;
+  o.edge_seed = 5;
+  o.split_seed = 3;
+  return o;
+}
+
+std::vector<uint8_t> LinkMetrics(uint32_t epoch, bool trained, uint32_t terms, double loss) {
+  tf::TrainMetrics m;
+  m.epoch = epoch;
+  m.trained = trained;
+  m.terms = terms;
+  m.pool = 2;
+  m.loss = loss;
+  std::vector<uint8_t> bytes(tf::kTrainMetricsBytes);
+  EXPECT_TRUE(tf::EncodeTrainMetrics(m, ByteSpan(bytes)).ok());
+  return bytes;
+}
+
+// A kTrainLinkScores record: epoch | (kind, bin) entries.
+std::vector<uint8_t> Scores(uint32_t epoch, const std::vector<std::pair<uint8_t, uint8_t>>& entries) {
+  std::vector<uint8_t> bytes(4);
+  StoreU32Le(epoch, bytes.data());
+  for (const auto& [kind, bin] : entries) {
+    bytes.push_back(kind);
+    bytes.push_back(bin);
+  }
+  return bytes;
+}
+
+// Per device, the partners its kTrainPartners records carry; checks that
+// every device's records precede its one assignment record (byte 0).
+std::map<uint32_t, std::vector<sl::Partner>> PartnersSent(const std::vector<DeviceData>& data) {
+  std::map<uint32_t, std::vector<sl::Partner>> out;
+  std::map<uint32_t, int> assignments;
+  for (const DeviceData& d : data) {
+    EXPECT_EQ(d.round, 1u);
+    if (d.kind == tf::kTrainAssignment) {
+      EXPECT_EQ(d.bytes, std::vector<uint8_t>{0});
+      ++assignments[d.device];
+      continue;
+    }
+    EXPECT_EQ(d.kind, tf::kTrainPartners);
+    EXPECT_EQ(assignments[d.device], 0) << "partners after the assignment of device " << d.device;
+    EXPECT_EQ(d.bytes.size() % 5, 0u);
+    EXPECT_GT(d.bytes.size(), 0u);
+    EXPECT_LE(d.bytes.size() / 5, tf::kTrainPartnersPerRecord);
+    for (size_t k = 0; k + 5 <= d.bytes.size(); k += 5) {
+      EXPECT_LE(d.bytes[k + 4], 1u);
+      out[d.device].push_back(sl::Partner{LoadU32Le(d.bytes.data() + k), static_cast<sl::PartnerUse>(d.bytes[k + 4])});
+    }
+    out[d.device];
+  }
+  for (const auto& [id, n] : assignments) EXPECT_EQ(n, 1) << "device " << id;
+  return out;
+}
+
+TEST(LumosTrainJobLinkTest, SetupSendsSymmetricPartnersBeforeTheAssignment) {
+  std::vector<uint32_t> ids;
+  for (uint32_t i = 0; i < 7; ++i) ids.push_back(2 * i + 2);
+  LumosTrainJob job(LinkOptions(1), {14, 2, 4, 6, 8, 10, 12});
+  std::vector<RoundStart> started = job.Begin(0);
+  ASSERT_EQ(started.size(), 1u) << job.summary().error;
+  const tf::TrainParameters p = Decode(started[0]);
+  EXPECT_EQ(p.task, tf::TrainTask::kLink);
+  EXPECT_EQ(p.classes, 0u);
+  EXPECT_EQ(p.negatives, 2u);
+  EXPECT_EQ(p.eval_negatives, 1u);
+  EXPECT_EQ(p.edge_seed, 5u);
+  Result<gnn::ParamLayout> layout = gnn::LayoutOf(LinkOptions(1).shape);
+  ASSERT_TRUE(layout.ok());
+  EXPECT_EQ(p.parameters, layout->total);
+  EXPECT_EQ(layout->classifier_w.size(), 0u);
+  const std::map<uint32_t, std::vector<sl::Partner>> sent = PartnersSent(job.TakeData());
+  // The draw of LinkPartners over the ascending ids with the split seed.
+  const std::vector<std::vector<sl::Partner>> want = sl::LinkPartners(ids, 2, 1, 3);
+  uint64_t pairs[2] = {0, 0};
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto it = sent.find(ids[i]);
+    const std::vector<sl::Partner> got = it == sent.end() ? std::vector<sl::Partner>{} : it->second;
+    EXPECT_EQ(got, want[i]) << "device " << ids[i];
+    for (const sl::Partner& q : got) {
+      EXPECT_NE(q.id, ids[i]);
+      auto back = sent.find(q.id);
+      ASSERT_NE(back, sent.end());
+      EXPECT_NE(std::find(back->second.begin(), back->second.end(), sl::Partner{ids[i], q.use}), back->second.end())
+          << ids[i] << " - " << q.id;
+      if (q.id > ids[i]) ++pairs[static_cast<int>(q.use)];
+    }
+  }
+  EXPECT_EQ(job.summary().partner_pairs[0], pairs[0]);
+  EXPECT_EQ(job.summary().partner_pairs[1], pairs[1]);
+  EXPECT_GT(pairs[0], 4u);  // two matchings of three pairs, duplicates dropped
+
+  // The link task has no classifier.
+  LumosTrainOptions classes = LinkOptions(1);
+  classes.shape.classes = 3;
+  LumosTrainJob refused(classes, {1, 2});
+  EXPECT_TRUE(refused.Begin(0).empty());
+  EXPECT_NE(refused.summary().error.find("classes must be 0"), std::string::npos);
+}
+
+TEST(LumosTrainJobLinkTest, AveragesOverLossTermsRanksScoresAndDropsMalformedScoreRecords) {
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / "nodefl-lumos-train-job-link-test";
+  std::filesystem::remove_all(out);
+  const std::vector<uint32_t> ids = {1, 2, 3, 4};
+  LumosTrainJob job(LinkOptions(2, out.string()), ids);
+  ASSERT_EQ(job.Begin(0).size(), 1u);
+  (void)job.TakeData();
+  std::vector<RoundStart> started;
+  for (uint32_t id : ids) started = job.OnReport(id, 1, Report(), kMs);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].round, 2u);
+  const size_t total = job.layout().total;
+  std::vector<float> expected = sl::InitialParameters(job.layout(), 7);
+  EXPECT_EQ(job.parameters(), expected);
+  (void)job.TakeData();
+  sl::Adam adam(total, sl::AdamOptions{});
+  const std::vector<float> ga = Gradient(total, 1.0f), gb = Gradient(total, -0.25f), gc = Gradient(total, 0.5f),
+                           gd = Gradient(total, 2.0f);
+  constexpr uint8_t kV = tf::kScoreValidationEdge, kT = tf::kScoreTestEdge, kN = tf::kScoreNegative;
+
+  // Epoch 1: devices 1 and 2 count; device 3 sends a score of an unknown
+  // kind, device 4 a record of odd length: both contributions dropped.
+  Upload(job, 1, 2, ga, 2 * kMs);
+  EXPECT_TRUE(job.OnUpload(1, 2, tf::kTrainLinkScores, Scores(1, {{kV, 200}, {kN, 50}}), 2 * kMs).empty());
+  EXPECT_TRUE(job.OnUpload(1, 2, tf::kTrainMetrics, LinkMetrics(1, true, 5, 3.0), 2 * kMs).empty());
+  Upload(job, 2, 2, gb, 3 * kMs);
+  EXPECT_TRUE(job.OnUpload(2, 2, tf::kTrainLinkScores, Scores(1, {{kT, 180}, {kN, 60}}), 3 * kMs).empty());
+  EXPECT_TRUE(job.OnUpload(2, 2, tf::kTrainLinkScores, Scores(1, {{kN, 190}}), 3 * kMs).empty());
+  EXPECT_TRUE(job.OnUpload(2, 2, tf::kTrainMetrics, LinkMetrics(1, true, 3, 1.5), 3 * kMs).empty());
+  Upload(job, 3, 2, gc, 4 * kMs);
+  EXPECT_TRUE(job.OnUpload(3, 2, tf::kTrainLinkScores, Scores(1, {{kV, 10}, {4, 10}}), 4 * kMs).empty());
+  EXPECT_EQ(job.summary().protocol_errors, 1u);
+  EXPECT_TRUE(job.OnUpload(3, 2, tf::kTrainMetrics, LinkMetrics(1, true, 7, 2.0), 4 * kMs).empty());
+  Upload(job, 4, 2, gd, 5 * kMs);
+  std::vector<uint8_t> odd = Scores(1, {{kN, 0}});
+  odd.push_back(kV);
+  EXPECT_TRUE(job.OnUpload(4, 2, tf::kTrainLinkScores, odd, 5 * kMs).empty());
+  EXPECT_EQ(job.summary().protocol_errors, 2u);
+  started = job.OnUpload(4, 2, tf::kTrainMetrics, LinkMetrics(1, true, 9, 4.0), 5 * kMs);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].round, 3u);
+  {
+    // The mean over the five and three terms of the two devices counted.
+    std::vector<float> mean(total);
+    for (size_t i = 0; i < total; ++i) mean[i] = (ga[i] + gb[i]) * (1.0f / 8.0f);
+    ASSERT_TRUE(adam.Step(std::span<float>(expected), std::span<const float>(mean)));
+    ExpectNear(job.parameters(), expected);
+    const LumosTrainEpoch& e = job.epochs().at(0);
+    EXPECT_TRUE(e.updated);
+    EXPECT_EQ(e.trained, 2u);
+    EXPECT_EQ(e.terms, 8u);
+    EXPECT_EQ(e.discarded, 2u);
+    EXPECT_DOUBLE_EQ(e.loss, 4.5 / 8);
+    sl::ScoreHistogram v{}, t{}, n{};
+    v[200] = 1;
+    t[180] = 1;
+    n[50] = n[60] = n[190] = 1;
+    EXPECT_DOUBLE_EQ(e.auc[1], sl::BinnedAuc(v, n));
+    EXPECT_DOUBLE_EQ(e.auc[1], 1.0);
+    EXPECT_DOUBLE_EQ(e.auc[2], sl::BinnedAuc(t, n));
+    EXPECT_DOUBLE_EQ(e.auc[2], 2.0 / 3.0);
+    EXPECT_EQ(e.positives[1], 1u);
+    EXPECT_EQ(e.positives[2], 1u);
+    EXPECT_EQ(e.negatives, 3u);
+  }
+  (void)job.TakeData();
+
+  // Epoch 2: device 1's record names the wrong epoch, device 2's has one
+  // entry too many; device 3 counts with two records, device 4 took no loss
+  // (no terms) and sends scores only. No test edge: its AUC is undefined.
+  Upload(job, 1, 3, ga, 10 * kMs);
+  EXPECT_TRUE(job.OnUpload(1, 3, tf::kTrainLinkScores, Scores(1, {{kV, 100}}), 10 * kMs).empty());
+  EXPECT_TRUE(job.OnUpload(1, 3, tf::kTrainMetrics, LinkMetrics(2, true, 5, 3.0), 10 * kMs).empty());
+  Upload(job, 2, 3, gb, 11 * kMs);
+  const std::vector<std::pair<uint8_t, uint8_t>> flood(tf::kTrainScoresPerRecord + 1, {kN, 1});
+  EXPECT_TRUE(job.OnUpload(2, 3, tf::kTrainLinkScores, Scores(2, flood), 11 * kMs).empty());
+  EXPECT_TRUE(job.OnUpload(2, 3, tf::kTrainMetrics, LinkMetrics(2, true, 3, 1.5), 11 * kMs).empty());
+  EXPECT_EQ(job.summary().protocol_errors, 4u);
+  Upload(job, 3, 3, gc, 12 * kMs);
+  EXPECT_TRUE(job.OnUpload(3, 3, tf::kTrainLinkScores, Scores(2, {{kV, 120}, {kN, 130}}), 12 * kMs).empty());
+  EXPECT_TRUE(job.OnUpload(3, 3, tf::kTrainLinkScores, Scores(2, {{kV, 140}, {kV, 125}}), 12 * kMs).empty());
+  EXPECT_TRUE(job.OnUpload(3, 3, tf::kTrainMetrics, LinkMetrics(2, true, 4, 2.0), 12 * kMs).empty());
+  EXPECT_TRUE(job.OnUpload(4, 3, tf::kTrainLinkScores, Scores(2, {{kN, 120}}), 13 * kMs).empty());
+  started = job.OnUpload(4, 3, tf::kTrainMetrics, LinkMetrics(2, false, 0, 0.0), 13 * kMs);
+  ASSERT_EQ(started.size(), 1u);
+  {
+    std::vector<float> mean(total);
+    for (size_t i = 0; i < total; ++i) mean[i] = gc[i] * 0.25f;
+    ASSERT_TRUE(adam.Step(std::span<float>(expected), std::span<const float>(mean)));
+    ExpectNear(job.parameters(), expected);
+    const LumosTrainEpoch& e = job.epochs().at(1);
+    EXPECT_EQ(e.trained, 1u);
+    EXPECT_EQ(e.terms, 4u);
+    EXPECT_EQ(e.discarded, 2u);
+    EXPECT_DOUBLE_EQ(e.loss, 0.5);
+    sl::ScoreHistogram v{}, n{};
+    v[120] = v[140] = v[125] = 1;
+    n[130] = n[120] = 1;
+    EXPECT_DOUBLE_EQ(e.auc[1], sl::BinnedAuc(v, n));
+    EXPECT_DOUBLE_EQ(e.auc[1], 3.5 / 6.0);  // 140 beats both, 125 one, 120 ties one
+    EXPECT_TRUE(std::isnan(e.auc[2]));
+  }
+  (void)job.TakeData();
+
+  // The evaluation epoch: no update; its AUCs are the final ones, its loss
+  // the devices' reported sums over their terms.
+  EXPECT_FALSE(Decode(started[0]).train);
+  EXPECT_TRUE(job.OnUpload(1, 4, tf::kTrainLinkScores, Scores(3, {{kV, 90}, {kT, 95}, {kN, 80}}), 20 * kMs).empty());
+  EXPECT_TRUE(job.OnUpload(1, 4, tf::kTrainMetrics, LinkMetrics(3, false, 4, 1.0), 20 * kMs).empty());
+  EXPECT_TRUE(job.OnUpload(2, 4, tf::kTrainLinkScores, Scores(3, {{kT, 70}, {kN, 100}}), 21 * kMs).empty());
+  EXPECT_TRUE(job.OnUpload(2, 4, tf::kTrainMetrics, LinkMetrics(3, false, 6, 2.0), 21 * kMs).empty());
+  EXPECT_TRUE(job.OnUpload(3, 4, tf::kTrainMetrics, LinkMetrics(3, false, 0, 0.0), 22 * kMs).empty());
+  // A loss taken in the evaluation epoch is a protocol error.
+  started = job.OnUpload(4, 4, tf::kTrainMetrics, LinkMetrics(3, true, 2, 1.0), 23 * kMs);
+  ASSERT_EQ(started.size(), 1u);
+  ExpectNear(job.parameters(), expected);
+  {
+    const LumosTrainEpoch& e = job.epochs().at(2);
+    EXPECT_FALSE(e.train);
+    EXPECT_FALSE(e.updated);
+    EXPECT_EQ(e.discarded, 1u);
+    EXPECT_DOUBLE_EQ(e.loss, 3.0 / 10.0);
+    EXPECT_DOUBLE_EQ(e.auc[1], 0.5);   // 90 against 80 and 100
+    EXPECT_DOUBLE_EQ(e.auc[2], 0.25);  // 95 and 70 against 80 and 100
+  }
+  const LumosTrainSummary& s = job.summary();
+  EXPECT_DOUBLE_EQ(s.final_auc[1], job.epochs()[2].auc[1]);
+  EXPECT_DOUBLE_EQ(s.final_auc[2], job.epochs()[2].auc[2]);
+  EXPECT_EQ(s.best_epoch, 1u);  // validation AUC 1.0 first
+  EXPECT_DOUBLE_EQ(s.best_validation, 1.0);
+  EXPECT_DOUBLE_EQ(s.test_at_best, 2.0 / 3.0);
+  for (uint32_t id : ids) EXPECT_TRUE(job.OnReport(id, 5, Report(), 30 * kMs).empty());
+  ASSERT_TRUE(job.finished());
+  EXPECT_TRUE(job.succeeded()) << job.summary().error;
+
+  // The curve names its link columns.
+  std::ifstream epochs(out / "lumos-train-epochs.tsv");
+  std::string header, line;
+  ASSERT_TRUE(std::getline(epochs, header));
+  EXPECT_EQ(header,
+            "epoch\ttrain\tloss\tterms\tvalidation_auc\ttest_auc\tvalidation_edges\ttest_edges\tnegatives\tdevices_done"
+            "\tstragglers\tbytes_down\tbytes_up\tseconds");
+  ASSERT_TRUE(std::getline(epochs, line));
+  EXPECT_EQ(line.rfind("1\t1\t0.5625\t8\t1\t0.666667\t1\t1\t3\t4\t0\t", 0), 0u) << line;
+  std::filesystem::remove_all(out);
+}
+
+TEST(LumosTrainJobLinkTest, ANodeJobRefusesLinkScores) {
+  LumosTrainJob job(Options2Epochs(), {1, 2});
+  ASSERT_EQ(job.Begin(0).size(), 1u);
+  (void)job.TakeData();
+  EXPECT_TRUE(job.OnReport(1, 1, Report(), kMs).empty());
+  ASSERT_EQ(job.OnReport(2, 1, Report(), kMs).size(), 1u);
+  EXPECT_TRUE(job.OnUpload(1, 2, tf::kTrainLinkScores, Scores(1, {{1, 1}}), kMs).empty());
+  EXPECT_EQ(job.summary().protocol_errors, 1u);
+}
+
+TEST(LumosTrainPlan, LinkTrainingNeedsFeaturesNotClassesAndBoundsThePartners) {
+  ServerConfig config = DefaultServerConfigWithJobs();
+  config.tls_ca_cert = "ca.crt";
+  config.tls_server_cert = "server.crt";
+  config.tls_server_key = "server.key";
+  config.credentials_dir = "creds";
+  config.job = "lumos-trees";
+  ASSERT_TRUE(SetConfigValue(config, "lumos_train", "link").ok);
+  ConfigStatus status = ValidateConfig(config);
+  EXPECT_NE(status.message.find("lumos_features: required with lumos_train=link"), std::string::npos)
+      << status.message;
+  ASSERT_TRUE(SetConfigValue(config, "lumos_features", "1433").ok);
+  EXPECT_TRUE(ValidateConfig(config).ok) << ValidateConfig(config).message;
+  EXPECT_EQ(JobStages(config), (std::vector<std::string>{"secure-compare", "lumos-trim", "lumos-train"}));
+  const LumosJobConfig& c = Options<LumosJobConfig>(config);
+  EXPECT_EQ(c.negatives, 4u);
+  EXPECT_EQ(c.eval_negatives, 2u);
+  EXPECT_EQ(c.edge_seed, 1u);
+  ASSERT_TRUE(SetConfigValue(config, "lumos_negatives", "33").ok);
+  EXPECT_NE(ValidateConfig(config).message.find("lumos_negatives: must be 1 .. 32"), std::string::npos);
+  ASSERT_TRUE(SetConfigValue(config, "lumos_negatives", "32").ok);
+  ASSERT_TRUE(SetConfigValue(config, "lumos_eval_negatives", "0").ok);
+  EXPECT_NE(ValidateConfig(config).message.find("lumos_eval_negatives: must be 1 .. 32"), std::string::npos);
+  ASSERT_TRUE(SetConfigValue(config, "lumos_eval_negatives", "1").ok);
+  ASSERT_TRUE(SetConfigValue(config, "lumos_edge_seed", "77").ok);
+  EXPECT_TRUE(ValidateConfig(config).ok) << ValidateConfig(config).message;
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ namespace {
 
 using C = LumosJobConfig;
 
-constexpr std::array<OptionSpec<C>, 16> kSpecs = {{
+constexpr std::array<OptionSpec<C>, 19> kSpecs = {{
     {"lumos_privacy", &C::privacy,
      "lumos-trees: strict (comparison results and kept lists stay on the devices) or paper (both reported)"},
     {"lumos_method", &C::method,
@@ -29,7 +29,8 @@ constexpr std::array<OptionSpec<C>, 16> kSpecs = {{
      "lumos-trees mcmc: iterations of Lumos Alg. 2 (300: the paper's LastFM setting)"},
     {"lumos_mcmc_seed", &C::mcmc_seed, "lumos-trees mcmc: seed of the server's picks and Eq. 18 draws (0: random)"},
     {"lumos_train", &C::train,
-     "lumos-trees: off (trees only) or node (then train the tree GNN for node classification, Lumos Sec. VI)"},
+     "lumos-trees: off (trees only), node (then train the tree GNN for node classification, Lumos Sec. VI) or "
+     "link (link prediction, Lumos Sec. VI-C: edges split 80/5/15, ROC-AUC)"},
     {"lumos_model", &C::model, "lumos-trees training: gcn or gat"},
     {"lumos_epochs", &C::epochs, "lumos-trees training: epochs (300: Lumos Sec. VIII-A)"},
     {"lumos_epsilon", &C::epsilon, "lumos-trees training: the feature budget epsilon (2: Lumos Sec. VIII-A)"},
@@ -38,28 +39,45 @@ constexpr std::array<OptionSpec<C>, 16> kSpecs = {{
     {"lumos_tree", &C::tree, "lumos-trees training: tree (Lumos) or ego (the ego network, Lumos w.o. VN)"},
     {"lumos_epoch_deadline_ms", &C::epoch_deadline_ms, "lumos-trees training: deadline of one epoch"},
     {"lumos_train_seed", &C::train_seed, "lumos-trees training: seed of the parameters' initialisation (0: random)"},
-    {"lumos_split_seed", &C::split_seed, "lumos-trees training: seed of the 50/25/25 node split"},
+    {"lumos_split_seed", &C::split_seed,
+     "lumos-trees training: seed of the 50/25/25 node split (link: of the server's random partner draw)"},
     {"lumos_features", &C::features,
-     "lumos-trees training: the dataset's feature dimension (required with lumos_train=node)"},
+     "lumos-trees training: the dataset's feature dimension (required with lumos_train=node or link)"},
     {"lumos_classes", &C::classes, "lumos-trees training: the dataset's classes (required with lumos_train=node)"},
+    {"lumos_negatives", &C::negatives,
+     "lumos-trees link training: training partners (negative samples) per device at most, 1..32"},
+    {"lumos_eval_negatives", &C::eval_negatives,
+     "lumos-trees link training: evaluation partners (the AUC's negatives) per device at most, 1..32"},
+    {"lumos_edge_seed", &C::edge_seed, "lumos-trees link training: seed of the 80/5/15 edge split the devices apply"},
 }};
 
 gnn::ModelShape ShapeOf(const C& c) {
   gnn::ModelShape shape;  // Lumos Sec. VIII-A's hidden, out, heads and dropout
   shape.layer = c.model == "gat" ? gnn::LayerKind::kGat : gnn::LayerKind::kGcn;
   shape.features = c.features;
-  shape.classes = c.classes;
+  shape.classes = c.train == "link" ? 0 : c.classes;  // link prediction has no classifier
   return shape;
 }
 
 std::string ValidateTraining(const C& c) {
-  if (c.train != "off" && c.train != "node") return "lumos_train: '" + c.train + "' is not off or node";
+  if (c.train != "off" && c.train != "node" && c.train != "link") {
+    return "lumos_train: '" + c.train + "' is not off, node or link";
+  }
   if (c.model != "gcn" && c.model != "gat") return "lumos_model: '" + c.model + "' is not gcn or gat";
   if (c.tree != "tree" && c.tree != "ego") return "lumos_tree: '" + c.tree + "' is not tree or ego";
   if (c.train == "off") return {};
-  if (c.features == 0) return "lumos_features: required with lumos_train=node (the dataset's feature dimension)";
-  if (c.classes == 0) return "lumos_classes: required with lumos_train=node (the dataset's number of classes)";
-  if (c.classes > 0xffff) return "lumos_classes: at most 65535";
+  if (c.features == 0) {
+    return "lumos_features: required with lumos_train=" + c.train + " (the dataset's feature dimension)";
+  }
+  const bool link = c.train == "link";
+  if (!link && c.classes == 0) {
+    return "lumos_classes: required with lumos_train=node (the dataset's number of classes)";
+  }
+  if (!link && c.classes > 0xffff) return "lumos_classes: at most 65535";
+  // The wire carries them in a byte each (train_format.h); 32 keeps a
+  // device's partner keys and messages per epoch small.
+  if (c.negatives < 1 || c.negatives > 32) return "lumos_negatives: must be 1 .. 32";
+  if (c.eval_negatives < 1 || c.eval_negatives > 32) return "lumos_eval_negatives: must be 1 .. 32";
   if (c.epochs == 0) return "lumos_epochs: must be at least 1";
   // The wire carries float32 (train_format.h).
   if (!std::isfinite(c.epsilon) || c.epsilon <= 0 || c.epsilon > 1e6) {
@@ -94,7 +112,7 @@ bool Mcmc(const ServerConfig& config) { return Options<C>(config).method == "mcm
 
 std::vector<std::string> Stages(const ServerConfig& config) {
   std::vector<std::string> stages = {"secure-compare", Mcmc(config) ? "lumos-mcmc" : "lumos-trim"};
-  if (Options<C>(config).train == "node") stages.emplace_back("lumos-train");
+  if (Options<C>(config).train != "off") stages.emplace_back("lumos-train");
   return stages;
 }
 
@@ -117,6 +135,12 @@ std::unique_ptr<Job> MakeTrain(const ServerConfig& config, uint64_t job_id, cons
   options.epochs = c.epochs;
   options.seed = c.train_seed;
   options.split_seed = c.split_seed;
+  if (c.train == "link") {
+    options.task = nodefl::lumos::TrainTask::kLink;
+    options.negatives = static_cast<uint8_t>(c.negatives);  // 1 .. 32 (Validate)
+    options.eval_negatives = static_cast<uint8_t>(c.eval_negatives);
+    options.edge_seed = c.edge_seed;
+  }
   options.round_deadline_ms = config.job_round_deadline_ms;
   options.epoch_deadline_ms = c.epoch_deadline_ms;
   options.output_dir = config.output_dir;
@@ -172,7 +196,7 @@ std::unique_ptr<Job> Make(const ServerConfig& config, std::string_view stage, ui
 
 constexpr JobKind kKind{"lumos-trees",
                         "Lumos tree construction: greedy by secure comparisons, then exact trimming or the paper's MCMC; "
-                        "optionally tree-GNN training (lumos_train=node)",
+                        "optionally tree-GNN training (lumos_train=node or link)",
                         &Stages, &Make};
 
 }  // namespace

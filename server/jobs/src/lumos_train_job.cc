@@ -33,6 +33,12 @@ uint64_t ParamsBytes(size_t total) {
   return 4 * records + 4 * uint64_t{total};
 }
 
+// The first epoch, or a validation score above the best so far. Link mode's
+// AUC is NaN while a side has no score: it never beats a defined one.
+bool Better(double candidate, double best, bool first) {
+  return first || (!std::isnan(candidate) && (std::isnan(best) || candidate > best));
+}
+
 }  // namespace
 
 LumosTrainJob::LumosTrainJob(LumosTrainOptions options, std::vector<uint32_t> participants)
@@ -64,6 +70,12 @@ std::vector<uint8_t> LumosTrainJob::Parameters(tf::TrainPhase phase, uint32_t ep
   std::copy(std::begin(salt_), std::end(salt_), std::begin(p.salt));
   p.epoch = epoch;
   p.train = train;
+  p.task = options_.task;
+  if (link()) {
+    p.negatives = options_.negatives;
+    p.eval_negatives = options_.eval_negatives;
+    p.edge_seed = options_.edge_seed;
+  }
   std::vector<uint8_t> out(tf::kTrainParametersBytes);
   if (!tf::EncodeTrainParameters(p, ByteSpan(out)).ok()) out.clear();
   return out;
@@ -84,9 +96,13 @@ std::vector<RoundStart> LumosTrainJob::Begin(uint64_t now_us) {
   const gnn::ModelShape& s = options_.shape;
   // The contract's field widths (train_format.h): a shape beyond them could
   // not be told to the devices.
-  if (s.hidden > 0xffff || s.out > 0xffff || s.heads > 0xff || s.classes > 0xffff || s.classes == 0) {
+  if (s.hidden > 0xffff || s.out > 0xffff || s.heads > 0xff || s.classes > 0xffff || (s.classes == 0 && !link())) {
     Fail("model shape does not fit the contract (hidden, out, classes: 16 bits, heads: 8 bits, classes >= 1)",
          now_us);
+    return {};
+  }
+  if (link() && s.classes != 0) {
+    Fail("the link task has no classifier: classes must be 0", now_us);
     return {};
   }
   if (options_.epochs == 0) {
@@ -115,14 +131,18 @@ std::vector<RoundStart> LumosTrainJob::Begin(uint64_t now_us) {
   }
   summary_.bytes_down_per_device_epoch = ParamsBytes(layout_.total);
 
-  const std::vector<sl::Split> split =
-      sl::SplitNodes(static_cast<uint32_t>(participants_.size()), options_.split_seed);
-  for (size_t i = 0; i < participants_.size(); ++i) {
-    Device& d = devices_[participants_[i]];
-    d.split = split[i];
-    d.asked = true;
-    data_.push_back(DeviceData{participants_[i], kRoundSetup, tf::kTrainAssignment,
-                               {static_cast<uint8_t>(split[i])}});
+  if (link()) {
+    SendPartners();
+  } else {
+    const std::vector<sl::Split> split =
+        sl::SplitNodes(static_cast<uint32_t>(participants_.size()), options_.split_seed);
+    for (size_t i = 0; i < participants_.size(); ++i) {
+      Device& d = devices_[participants_[i]];
+      d.split = split[i];
+      d.asked = true;
+      data_.push_back(DeviceData{participants_[i], kRoundSetup, tf::kTrainAssignment,
+                                 {static_cast<uint8_t>(split[i])}});
+    }
   }
   waiting_ = static_cast<uint32_t>(participants_.size());
   RoundStart start;
@@ -135,10 +155,39 @@ std::vector<RoundStart> LumosTrainJob::Begin(uint64_t now_us) {
   return out;
 }
 
+void LumosTrainJob::SendPartners() {
+  const std::vector<std::vector<sl::Partner>> partners =
+      sl::LinkPartners(participants_, options_.negatives, options_.eval_negatives, options_.split_seed);
+  for (size_t i = 0; i < participants_.size(); ++i) {
+    const uint32_t id = participants_[i];
+    Device& d = devices_[id];
+    d.split = sl::Split::kTrain;  // no node split in this task
+    d.asked = true;
+    const std::vector<sl::Partner>& mine = partners[i];
+    for (const sl::Partner& p : mine) {
+      // Each pair once (at its lower id).
+      if (p.id > id) ++summary_.partner_pairs[p.use == sl::PartnerUse::kTraining ? 0 : 1];
+    }
+    for (std::vector<uint8_t>& r : sl::PartnerRecords(mine)) {
+      data_.push_back(DeviceData{id, kRoundSetup, tf::kTrainPartners, std::move(r)});
+    }
+    // After the partners on the same stream: the device starts on it.
+    data_.push_back(DeviceData{id, kRoundSetup, tf::kTrainAssignment, {0}});
+  }
+}
+
 void LumosTrainJob::MarkDone(Device& d) {
   if (d.done || d.inactive) return;
   d.done = true;
   --waiting_;
+}
+
+void LumosTrainJob::Spoil(Device& d) {
+  ++summary_.protocol_errors;
+  if (!d.bad) ++current_.discarded;
+  d.bad = true;
+  d.chunks.clear();
+  d.scores.clear();
 }
 
 std::vector<RoundStart> LumosTrainJob::OnReport(uint32_t device, uint32_t round, const nodefl_wire_JobReport& report,
@@ -165,6 +214,7 @@ std::vector<RoundStart> LumosTrainJob::OnReport(uint32_t device, uint32_t round,
     if (ok) ++summary_.protocol_errors;
     d.bad = true;
     d.chunks.clear();
+    d.scores.clear();
     MarkDone(d);
   } else if (phase_ == Phase::kReport && round == ReportRound() && d.asked && !d.done && !d.inactive) {
     MarkDone(d);
@@ -192,6 +242,9 @@ std::vector<RoundStart> LumosTrainJob::OnUpload(uint32_t device, uint32_t round,
       return OnGradient(device, round, bytes);
     case tf::kTrainMetrics:
       return OnMetrics(device, round, bytes, now_us);
+    case tf::kTrainLinkScores:
+      if (!link()) break;
+      return OnLinkScores(device, round, bytes);
     case tf::kTrainSummary: {
       Result<tf::TrainSummary> s = tf::DecodeTrainSummary(ConstByteSpan(bytes.data(), bytes.size()));
       if (!s.ok()) {
@@ -207,9 +260,10 @@ std::vector<RoundStart> LumosTrainJob::OnUpload(uint32_t device, uint32_t round,
       return {};
     }
     default:
-      ++summary_.protocol_errors;
-      return {};
+      break;
   }
+  ++summary_.protocol_errors;
+  return {};
 }
 
 std::vector<RoundStart> LumosTrainJob::OnGradient(uint32_t device, uint32_t round, const std::vector<uint8_t>& bytes) {
@@ -234,10 +288,7 @@ std::vector<RoundStart> LumosTrainJob::OnGradient(uint32_t device, uint32_t roun
   if (!valid) {
     // One bad record spoils the whole contribution: a partial gradient
     // would bias the average towards the records that did arrive.
-    ++summary_.protocol_errors;
-    if (!d.bad) ++current_.discarded;
-    d.bad = true;
-    d.chunks.clear();
+    Spoil(d);
     return {};
   }
   if (d.bytes_up == 0) ++uploaders_;
@@ -246,6 +297,34 @@ std::vector<RoundStart> LumosTrainJob::OnGradient(uint32_t device, uint32_t roun
   // The evaluation epoch updates nothing: its records are checked and
   // dropped.
   if (!d.bad && current_.train) d.chunks.push_back(std::move(chunk));
+  return {};
+}
+
+std::vector<RoundStart> LumosTrainJob::OnLinkScores(uint32_t device, uint32_t round,
+                                                    const std::vector<uint8_t>& bytes) {
+  Device& d = devices_.at(device);
+  if (phase_ != Phase::kEpoch || round != EpochRound(epoch_) || !d.asked || d.done || d.inactive) {
+    ++summary_.ignored;
+    return {};
+  }
+  // epoch (4) | entries of kind (1) | bin (1); any bin is a valid one.
+  const size_t entries = bytes.size() >= 4 ? (bytes.size() - 4) / 2 : 0;
+  bool valid = bytes.size() >= 4 && bytes.size() % 2 == 0 && entries <= tf::kTrainScoresPerRecord &&
+               LoadU32Le(bytes.data()) == epoch_;
+  for (size_t k = 0; k < entries && valid; ++k) {
+    const uint8_t kind = bytes[4 + 2 * k];
+    valid = kind >= tf::kScoreValidationEdge && kind <= tf::kScoreNegative;
+  }
+  if (!valid) {
+    // Like a bad gradient record: scores of a device whose contribution is
+    // partly wrong would skew the AUC.
+    Spoil(d);
+    return {};
+  }
+  if (d.bytes_up == 0) ++uploaders_;
+  d.bytes_up += bytes.size();
+  bytes_up_total_ += bytes.size();
+  if (!d.bad) d.scores.insert(d.scores.end(), bytes.begin() + 4, bytes.end());
   return {};
 }
 
@@ -276,13 +355,16 @@ std::vector<RoundStart> LumosTrainJob::OnMetrics(uint32_t device, uint32_t round
     return {};
   }
   const auto split = static_cast<uint8_t>(d.split);
-  if (m->split != split || (m->trained && (!current_.train || !m->labelled || d.split != sl::Split::kTrain))) {
+  // Link mode has no node split and no label: only a loss taken outside a
+  // training epoch is wrong there.
+  const bool disagrees =
+      link() ? m->trained && !current_.train
+             : m->split != split ||
+                   (m->trained && (!current_.train || !m->labelled || d.split != sl::Split::kTrain));
+  if (disagrees) {
     // The device disagrees with its assignment: its numbers would land in
-    // the wrong split's accuracy.
-    ++summary_.protocol_errors;
-    if (!d.bad) ++current_.discarded;
-    d.bad = true;
-    d.chunks.clear();
+    // the wrong split's accuracy (or in a gradient that is not asked for).
+    Spoil(d);
     MarkDone(d);
     return Poll(now_us);
   }
@@ -293,7 +375,9 @@ std::vector<RoundStart> LumosTrainJob::OnMetrics(uint32_t device, uint32_t round
   }
   d.chunks.clear();
   d.chunks.shrink_to_fit();
-  if (!d.bad) {
+  if (!d.bad && link()) {
+    CountLinkMetrics(d, *m);
+  } else if (!d.bad) {
     // A device whose contribution was dropped keeps its metrics out too:
     // its loss would count in the divisor with no gradient behind it.
     if (m->trained) {
@@ -310,8 +394,31 @@ std::vector<RoundStart> LumosTrainJob::OnMetrics(uint32_t device, uint32_t round
       }
     }
   }
+  d.scores.clear();
   MarkDone(d);
   return Poll(now_us);
+}
+
+void LumosTrainJob::CountLinkMetrics(Device& d, const tf::TrainMetrics& m) {
+  for (size_t k = 0; k + 1 < d.scores.size(); k += 2) {
+    const uint8_t kind = d.scores[k];
+    ++histogram_[kind - 1][d.scores[k + 1]];
+    if (kind == tf::kScoreNegative) {
+      ++current_.negatives;
+    } else {
+      ++current_.positives[kind];  // kScoreValidationEdge 1, kScoreTestEdge 2: the split's index
+    }
+  }
+  if (m.trained) {
+    ++current_.trained;
+    current_.terms += m.terms;
+  }
+  // The loss also when none was trained on (the evaluation epoch), if the
+  // device reports one: a sum over `terms` terms either way.
+  if (m.terms > 0) {
+    loss_sum_ += m.loss;
+    loss_terms_ += m.terms;
+  }
 }
 
 std::vector<RoundStart> LumosTrainJob::StartEpoch(uint64_t now_us) {
@@ -325,6 +432,8 @@ std::vector<RoundStart> LumosTrainJob::StartEpoch(uint64_t now_us) {
   loss_sum_ = validation_loss_sum_ = train_loss_sum_ = 0;
   train_labelled_ = 0;
   std::fill(std::begin(correct_), std::end(correct_), 0u);
+  for (sl::ScoreHistogram& h : histogram_) h.fill(0);
+  loss_terms_ = 0;
   bytes_up_total_ = 0;
   uploaders_ = 0;
 
@@ -339,6 +448,7 @@ std::vector<RoundStart> LumosTrainJob::StartEpoch(uint64_t now_us) {
     d.inactive = d.done = d.bad = false;
     d.bytes_up = 0;
     d.chunks.clear();
+    d.scores.clear();
     if (d.ready) start.devices.push_back(id);
   }
   current_.devices = static_cast<uint32_t>(start.devices.size());
@@ -373,36 +483,53 @@ std::vector<RoundStart> LumosTrainJob::EndEpoch(uint64_t now_us, bool deadline) 
       // only; whatever it uploaded is dropped.
       ++current_.stragglers;
       d.chunks.clear();
+      d.scores.clear();
     }
   }
-  for (int s = 0; s < sl::kSplits; ++s) {
-    current_.accuracy[s] = Ratio(correct_[s], current_.labelled[s]);
+  uint64_t divisor = 0;
+  if (link()) {
+    // One negative histogram for both splits: the evaluation partners are
+    // not edges of either.
+    current_.auc[1] = sl::BinnedAuc(histogram_[0], histogram_[2]);
+    current_.auc[2] = sl::BinnedAuc(histogram_[1], histogram_[2]);
+    current_.loss = Ratio(loss_sum_, loss_terms_);
+    // The devices' losses are sums over their terms (positives and
+    // negatives): dividing by all terms makes the step the mean term's.
+    divisor = current_.terms;
+  } else {
+    for (int s = 0; s < sl::kSplits; ++s) {
+      current_.accuracy[s] = Ratio(correct_[s], current_.labelled[s]);
+    }
+    current_.validation_loss = Ratio(validation_loss_sum_, current_.labelled[1]);
+    current_.loss = current_.train ? Ratio(loss_sum_, current_.trained) : Ratio(train_loss_sum_, train_labelled_);
+    // Every loss is a mean over the training nodes (Lumos Eq. 31 pools a
+    // node's embedding over its leaves; the loss is taken once per labelled
+    // training node), so the summed contributions are divided by the number
+    // of losses taken.
+    divisor = current_.trained;
   }
-  current_.validation_loss = Ratio(validation_loss_sum_, current_.labelled[1]);
-  current_.loss = current_.train ? Ratio(loss_sum_, current_.trained) : Ratio(train_loss_sum_, train_labelled_);
   current_.bytes_up = uploaders_ ? bytes_up_total_ / uploaders_ : 0;
-  // Every loss is a mean over the training nodes (Lumos Eq. 31 pools a
-  // node's embedding over its leaves; the loss is taken once per labelled
-  // training node), so the summed contributions are divided by the number
-  // of losses taken.
-  if (current_.train && current_.trained > 0) {
-    const float scale = 1.0f / static_cast<float>(current_.trained);
+  if (current_.train && divisor > 0) {
+    const float scale = 1.0f / static_cast<float>(divisor);
     for (float& g : sum_) g *= scale;
     current_.updated = adam_.Step(std::span<float>(params_), std::span<const float>(sum_));
     if (current_.updated) ++summary_.epochs_updated;
   }
   summary_.stragglers += current_.stragglers;
   summary_.discarded += current_.discarded;
-  // The best validation accuracy and the test accuracy with it, as the
-  // centralized baseline reports them (server/lumos/training central.cc).
-  if (epochs_.empty() || current_.accuracy[1] > summary_.best_validation) {
-    summary_.best_validation = current_.accuracy[1];
-    summary_.test_at_best = current_.accuracy[2];
+  // The best validation accuracy (link: AUC) and the test one with it, as
+  // the centralized baselines report them (server/lumos/training
+  // central.cc).
+  const double* metric = link() ? current_.auc : current_.accuracy;
+  if (Better(metric[1], summary_.best_validation, epochs_.empty())) {
+    summary_.best_validation = metric[1];
+    summary_.test_at_best = metric[2];
     summary_.best_epoch = current_.epoch;
   }
   epochs_.push_back(current_);
   if (!current_.train) {
     std::copy(std::begin(current_.accuracy), std::end(current_.accuracy), std::begin(summary_.final_accuracy));
+    std::copy(std::begin(current_.auc), std::end(current_.auc), std::begin(summary_.final_auc));
     return StartReport(now_us);
   }
   return StartEpoch(now_us);
@@ -420,6 +547,7 @@ std::vector<RoundStart> LumosTrainJob::StartReport(uint64_t now_us) {
     d.asked = d.ready;
     d.inactive = d.done = d.bad = false;
     d.chunks.clear();
+    d.scores.clear();
     if (d.ready) start.devices.push_back(id);
   }
   waiting_ = static_cast<uint32_t>(start.devices.size());
@@ -443,6 +571,7 @@ void LumosTrainJob::OnUndeliverable(uint32_t device, uint64_t) {
   // (a device that never got its setup is not ready, so it never is).
   d.inactive = true;
   d.chunks.clear();
+  d.scores.clear();
   --waiting_;
 }
 
@@ -518,12 +647,26 @@ void LumosTrainJob::WriteOutputs() {
   const fs::path epochs = fs::path(options_.output_dir) / "lumos-train-epochs.tsv";
   {
     std::ofstream out(epochs);
-    out << "epoch\ttrain\tloss\ttrain_accuracy\tvalidation_accuracy\ttest_accuracy\tvalidation_loss\tdevices_done"
-           "\tstragglers\tbytes_down\tbytes_up\tseconds\n";
+    // Link mode names its own columns: ROC-AUCs ("nan": undefined) and the
+    // scores behind them instead of accuracies (plot_learning_curve.py
+    // reads either); node mode's columns stay as the scripts expect them.
+    if (link()) {
+      out << "epoch\ttrain\tloss\tterms\tvalidation_auc\ttest_auc\tvalidation_edges\ttest_edges\tnegatives"
+             "\tdevices_done\tstragglers\tbytes_down\tbytes_up\tseconds\n";
+    } else {
+      out << "epoch\ttrain\tloss\ttrain_accuracy\tvalidation_accuracy\ttest_accuracy\tvalidation_loss\tdevices_done"
+             "\tstragglers\tbytes_down\tbytes_up\tseconds\n";
+    }
     for (const LumosTrainEpoch& e : epochs_) {
-      out << e.epoch << '\t' << (e.train ? 1 : 0) << '\t' << e.loss << '\t' << e.accuracy[0] << '\t'
-          << e.accuracy[1] << '\t' << e.accuracy[2] << '\t' << e.validation_loss << '\t' << e.done << '\t'
-          << e.stragglers << '\t' << e.bytes_down << '\t' << e.bytes_up << '\t' << e.seconds << '\n';
+      out << e.epoch << '\t' << (e.train ? 1 : 0) << '\t' << e.loss << '\t';
+      if (link()) {
+        out << e.terms << '\t' << e.auc[1] << '\t' << e.auc[2] << '\t' << e.positives[1] << '\t' << e.positives[2]
+            << '\t' << e.negatives << '\t';
+      } else {
+        out << e.accuracy[0] << '\t' << e.accuracy[1] << '\t' << e.accuracy[2] << '\t' << e.validation_loss << '\t';
+      }
+      out << e.done << '\t' << e.stragglers << '\t' << e.bytes_down << '\t' << e.bytes_up << '\t' << e.seconds
+          << '\n';
     }
     if (!out) {
       summary_.error = "writing " + epochs.string();
@@ -559,8 +702,13 @@ std::string LumosTrainJob::ProgressLine() const {
         << (current_.devices - waiting_) << "/" << current_.devices << " done";
       if (!epochs_.empty()) {
         const LumosTrainEpoch& e = epochs_.back();
-        o << "; epoch " << e.epoch << " loss " << e.loss << " accuracy train " << e.accuracy[0] << " validation "
-          << e.accuracy[1] << " test " << e.accuracy[2] << ", " << e.stragglers << " stragglers";
+        o << "; epoch " << e.epoch << " loss " << e.loss;
+        if (link()) {
+          o << " auc validation " << e.auc[1] << " test " << e.auc[2];
+        } else {
+          o << " accuracy train " << e.accuracy[0] << " validation " << e.accuracy[1] << " test " << e.accuracy[2];
+        }
+        o << ", " << e.stragglers << " stragglers";
       }
       break;
     }
@@ -575,6 +723,11 @@ std::string LumosTrainJob::ProgressLine() const {
 
 void LumosTrainJob::LogSummary(Logger& log, uint64_t job_id) const {
   const LumosTrainSummary& s = summary_;
+  const bool link_task = link();
+  // Link mode says so and reports ROC-AUCs where node mode reports
+  // accuracies (best_validation and test_at_best are AUCs then); node
+  // mode's line keeps its keys for the scripts that read it
+  // (examples/lumos/run-lumos.sh).
   log.Info("job_finished", {{"job", job_id},
                             {"kind", "lumos-train"},
                             {"verified", succeeded()},
@@ -589,9 +742,12 @@ void LumosTrainJob::LogSummary(Logger& log, uint64_t job_id) const {
                             {"epochs", options_.epochs},
                             {"epochs_updated", s.epochs_updated},
                             {"parameters", layout_.total},
-                            {"final_train_accuracy", s.final_accuracy[0]},
-                            {"final_validation_accuracy", s.final_accuracy[1]},
-                            {"final_test_accuracy", s.final_accuracy[2]},
+                            {link_task ? "task" : "final_train_accuracy",
+                             link_task ? LogValue("link") : LogValue(s.final_accuracy[0])},
+                            {link_task ? "final_validation_auc" : "final_validation_accuracy",
+                             link_task ? s.final_auc[1] : s.final_accuracy[1]},
+                            {link_task ? "final_test_auc" : "final_test_accuracy",
+                             link_task ? s.final_auc[2] : s.final_accuracy[2]},
                             {"best_epoch", s.best_epoch},
                             {"best_validation", s.best_validation},
                             {"test_at_best", s.test_at_best},
@@ -616,9 +772,15 @@ void LumosTrainJob::LogSummary(Logger& log, uint64_t job_id) const {
            {{"job", job_id},
             {"phase", "lumos-train"},
             {"note",
-             "server learns: per device and epoch its tree's gradient contribution and its metrics (split, labelled, "
-             "loss, prediction correct, pool size); at the end its workload, message counts and feature-release "
-             "epsilon; never a feature, label or neighbour"},
+             link_task
+                 ? "server learns: the partner pairing it drew; per device and epoch its tree's gradient contribution, "
+                   "its loss sum and number of loss terms, and the binned scores of its held-out edges and evaluation "
+                   "partners (by kind, without ids: how many held-out edges it has); counts against the pairing can "
+                   "reveal that a drawn pair is an edge; at the end its workload, message counts and feature-release "
+                   "epsilon; never a feature or another edge"
+                 : "server learns: per device and epoch its tree's gradient contribution and its metrics (split, "
+                   "labelled, loss, prediction correct, pool size); at the end its workload, message counts and "
+                   "feature-release epsilon; never a feature, label or neighbour"},
             {"paper_mode", options_.paper}});
 }
 

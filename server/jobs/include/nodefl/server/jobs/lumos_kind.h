@@ -31,7 +31,8 @@ struct LumosJobConfig {
   uint32_t mcmc_iterations = 300;      // Lumos Alg. 2's T (the paper's LastFM setting)
   uint64_t mcmc_seed = 0;              // the server's picks and Eq. 18 draws; 0: random
   // Federated training of the tree GNN after trimming (Lumos Sec. VI,
-  // lumos_train_job.h). off: trees only; node: node classification.
+  // lumos_train_job.h). off: trees only; node: node classification; link:
+  // link prediction (Sec. VI-C).
   std::string train = "off";
   std::string model = "gcn";  // gcn or gat
   uint32_t epochs = 300;      // Lumos Sec. VIII-A
@@ -40,11 +41,17 @@ struct LumosJobConfig {
   std::string tree = "tree";  // tree (Lumos) or ego (Lumos w.o. VN: the ego network)
   uint32_t epoch_deadline_ms = 120000;
   uint64_t train_seed = 0;  // parameters' initialisation; 0: random
-  uint64_t split_seed = 1;  // the 50/25/25 node split over the participants
+  uint64_t split_seed = 1;  // the 50/25/25 node split over the participants (link: the partner draw)
   // The server never sees the dataset: the feature dimension and the
-  // number of classes are given (both required with train=node).
+  // number of classes are given (both required with train=node; the
+  // features with train=link).
   uint32_t features = 0;
   uint32_t classes = 0;
+  // Link prediction: partners per device at most (training negatives and
+  // the AUC's negatives, 1 .. 32) and the seed of the 80/5/15 edge split.
+  uint32_t negatives = 4;
+  uint32_t eval_negatives = 2;
+  uint64_t edge_seed = 1;
 };
 
 template <>

@@ -22,12 +22,34 @@
 //   last round (report): each device's kTrainSummary (workload, messages,
 //     the feature release's epsilon).
 //
+// Link prediction (options.task kLink, Lumos Sec. VI-C; no labels, no
+// classifier): round 1 sends every participant its partners first
+// (kTrainPartners records: LinkPartners over the participants in ascending
+// id order, seeded by split_seed, which has no node split to seed in this
+// task), then its kTrainAssignment record (byte 0, no meaning: the devices
+// wait for it, so it comes last). In each epoch a device uploads its
+// gradient records, then kTrainLinkScores records (the binned scores of its
+// held-out edges and evaluation partners), then its metrics, whose loss is
+// the sum of its loss terms and `terms` their number. The server divides
+// the summed contributions by the summed terms of the trained devices (the
+// mean over every loss term), and ranks each epoch's scores: validation
+// and test edges against the evaluation partners (one negative histogram
+// for both), ROC-AUC over bins (BinnedAuc).
+//
 // What the server learns (docs/privacy.md): per device and epoch the
 // gradient contribution of its tree and its metrics (split, whether its
 // node is labelled, its loss and whether its prediction was right), and at
-// the end its summary. Never a feature, a label or a neighbour.
+// the end its summary. Never a feature, a label or a neighbour. In link
+// mode: the pairing it drew itself; per device and epoch its gradient, its
+// loss sum and its number of terms (its training-edge neighbours plus the
+// training partners it used); and the binned scores of its held-out edges
+// and evaluation partners (by kind, without ids), which reveal how many
+// held-out edges it has. Counts against the pairing can also reveal that a
+// drawn partner was skipped as a neighbour, i.e. that this drawn pair is an
+// edge (rare in a sparse graph); no other edge is ever named.
 //
-// Outputs (output_dir): lumos-train-epochs.tsv (one line per epoch) and
+// Outputs (output_dir): lumos-train-epochs.tsv (one line per epoch; node
+// and link mode have their own columns, see WriteOutputs) and
 // lumos-train-parameters.bin (the final parameters, float32 little endian).
 #pragma once
 
@@ -41,6 +63,7 @@
 #include "nodefl/protocol/lumos/train_format.h"
 #include "nodefl/server/jobs/job.h"
 #include "nodefl/server/lumos/training/adam.h"
+#include "nodefl/server/lumos/training/link_task.h"
 #include "nodefl/server/lumos/training/splits.h"
 
 namespace nodefl::server::jobs {
@@ -54,7 +77,13 @@ struct LumosTrainOptions {
   float label_epsilon = 2;  // strict mode: the label's randomised-response budget (train_format.h)
   uint32_t epochs = 300;  // Lumos Sec. VIII-A
   uint64_t seed = 0;      // parameters' initialisation; 0: random_device
-  uint64_t split_seed = 1;
+  uint64_t split_seed = 1;  // node: SplitNodes; link: LinkPartners (the partner draw)
+  // The task (train_format.h). kLink: shape.classes must be 0 (no
+  // classifier).
+  nodefl::lumos::TrainTask task = nodefl::lumos::TrainTask::kNode;
+  uint8_t negatives = 4;       // link: training partners per device at most (training matchings)
+  uint8_t eval_negatives = 2;  // link: evaluation partners per device at most
+  uint64_t edge_seed = 1;      // link: EdgeSplitOf's seed, for the devices
   nodefl::server::lumos::AdamOptions adam;
   uint32_t round_deadline_ms = 300'000;  // setup and report
   uint32_t epoch_deadline_ms = 120'000;
@@ -68,14 +97,23 @@ struct LumosTrainEpoch {
   uint32_t devices = 0;  // devices asked
   uint32_t done = 0;     // metrics (or a report) in time
   uint32_t stragglers = 0;
-  uint32_t trained = 0;    // metrics with a loss taken (the gradient's divisor)
+  uint32_t trained = 0;    // metrics with a loss taken (node: the gradient's divisor)
   uint32_t discarded = 0;  // contributions dropped for a malformed record
-  double loss = 0;         // mean training loss
+  double loss = 0;         // mean training loss (link: per loss term)
+  // Node mode.
   double accuracy[nodefl::server::lumos::kSplits] = {0, 0, 0};
   uint32_t labelled[nodefl::server::lumos::kSplits] = {0, 0, 0};
   double validation_loss = 0;
+  // Link mode: the trained devices' loss terms (the gradient's divisor);
+  // ROC-AUC of the validation [1] and test [2] edges against the negatives
+  // (NaN when either has no score; [0] unused: no training edge is scored);
+  // the scores counted: edges per split, evaluation partners.
+  uint64_t terms = 0;
+  double auc[nodefl::server::lumos::kSplits] = {0, 0, 0};
+  uint64_t positives[nodefl::server::lumos::kSplits] = {0, 0, 0};
+  uint64_t negatives = 0;
   uint64_t bytes_down = 0;  // parameters, per device
-  uint64_t bytes_up = 0;    // gradient records, mean per device that uploaded any
+  uint64_t bytes_up = 0;    // gradient (and link score) records, mean per device that uploaded any
   bool deadline = false;    // ended by its deadline
   double seconds = 0;
 };
@@ -88,9 +126,11 @@ struct LumosTrainSummary {
   std::vector<uint32_t> missed_report;
   uint32_t epochs_updated = 0;
   double final_accuracy[nodefl::server::lumos::kSplits] = {0, 0, 0};  // the evaluation epoch's
+  double final_auc[nodefl::server::lumos::kSplits] = {0, 0, 0};       // link: the evaluation epoch's
   uint32_t best_epoch = 0;
-  double best_validation = 0;
+  double best_validation = 0;  // node: accuracy; link: ROC-AUC
   double test_at_best = 0;
+  uint64_t partner_pairs[2] = {0, 0};  // link: pairs drawn, training and evaluation
   uint64_t stragglers = 0;  // straggler-epochs, summed
   uint64_t discarded = 0;   // contributions dropped, summed
   uint64_t protocol_errors = 0;
@@ -147,7 +187,8 @@ class LumosTrainJob final : public Job {
     bool done = false;      // epoch: metrics (or a report) arrived; report round: reported
     bool bad = false;       // epoch: a malformed record, the contribution is dropped
     uint64_t bytes_up = 0;
-    std::vector<Chunk> chunks;  // epoch: gradient records until the metrics arrive
+    std::vector<Chunk> chunks;   // epoch: gradient records until the metrics arrive
+    std::vector<uint8_t> scores;  // link epoch: (kind, bin) pairs until the metrics arrive
     bool has_summary = false;
     nodefl::lumos::TrainSummary summary;
   };
@@ -158,7 +199,16 @@ class LumosTrainJob final : public Job {
   std::vector<RoundStart> OnGradient(uint32_t device, uint32_t round, const std::vector<uint8_t>& bytes);
   std::vector<RoundStart> OnMetrics(uint32_t device, uint32_t round, const std::vector<uint8_t>& bytes,
                                     uint64_t now_us);
+  std::vector<RoundStart> OnLinkScores(uint32_t device, uint32_t round, const std::vector<uint8_t>& bytes);
+  // Link mode, round 1: the partner records then the assignment, per device.
+  void SendPartners();
   void MarkDone(Device& d);
+  // A malformed record: the device's whole contribution to this epoch is
+  // dropped (a protocol error).
+  void Spoil(Device& d);
+  // Adds the device's link scores and loss terms into the epoch's.
+  void CountLinkMetrics(Device& d, const nodefl::lumos::TrainMetrics& m);
+  bool link() const { return options_.task == nodefl::lumos::TrainTask::kLink; }
   // Adds the device's records into the epoch's sum (train epochs); false
   // when they overlap (a protocol error: an index counted twice).
   bool Merge(Device& d);
@@ -185,6 +235,11 @@ class LumosTrainJob final : public Job {
   double loss_sum_ = 0, validation_loss_sum_ = 0, train_loss_sum_ = 0;
   uint32_t train_labelled_ = 0;
   uint32_t correct_[nodefl::server::lumos::kSplits] = {0, 0, 0};
+  // Link mode: the epoch's score histograms (indexed by LinkScoreKind - 1:
+  // validation edges, test edges, negatives) and the loss terms behind
+  // loss_sum_.
+  nodefl::server::lumos::ScoreHistogram histogram_[3] = {};
+  uint64_t loss_terms_ = 0;
   uint64_t bytes_up_total_ = 0;
   uint32_t uploaders_ = 0;
   std::vector<LumosTrainEpoch> epochs_;
