@@ -24,10 +24,16 @@
 #   --method M             exact (default) or mcmc; mcmc runs paper mode only
 #                          and costs about 3 s per iteration on karate here
 #                          (docs/benchmarks.md): give --mcmc-iterations
-#   --train                then train Lumos's tree GNN on the devices (node
-#                          classification; the dataset needs features.tsv and
-#                          labels.tsv) and the centralized baseline beside it
+#   --train                then train Lumos's tree GNN on the devices (the
+#                          dataset needs features.tsv, and labels.tsv for node
+#                          classification) and the centralized baseline beside it
+#   --task T               node (default: node classification, accuracy) or link
+#                          (link prediction, Lumos Sec. VI-C: edges split 80/5/15,
+#                          server-drawn negative partners, ROC-AUC), with --train
 #   --model M              gcn (default) or gat, with --train
+#   --projection R         with --train: devices project their features onto R
+#                          public random dimensions before encoding (default 0:
+#                          none; smaller model and messages, see docs/lumos.md)
 #   --epochs N             training epochs (default 100; Lumos trained 300)
 #   --tree T               tree (default, Lumos Sec. V-A) or ego (w.o. VN)
 #   --unlimited-budget     devices accept any release (experiments with a large
@@ -62,6 +68,8 @@ out=
 modes=
 method=exact
 train=0
+task=node
+projection=0
 unlimited=0
 model=gcn
 epochs=100
@@ -76,7 +84,7 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 die() { echo "run-lumos.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --graph|--out|--modes|--mode|--method|--mcmc-iterations|--build-dir|--model|--epochs|--tree)
+    --graph|--out|--modes|--mode|--method|--mcmc-iterations|--build-dir|--model|--epochs|--tree|--task|--projection)
       [[ $# -ge 2 ]] || die "$1 needs a value (see --help)" ;;&
     --graph) graph=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -85,6 +93,8 @@ while [[ $# -gt 0 ]]; do
     --train) train=1; shift ;;
     --unlimited-budget) unlimited=1; shift ;;
     --model) model=$2; shift 2 ;;
+    --task) task=$2; shift 2 ;;
+    --projection) projection=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --tree) tree=$2; shift 2 ;;
     --mcmc-iterations) mcmc=$2; shift 2 ;;
@@ -101,6 +111,8 @@ done
 [[ -f $graph/edges.tsv ]] || die "no edges.tsv in '$graph' (--graph DIR: a dataset in the shared TSV layout)"
 [[ $method == exact || $method == mcmc ]] || die "--method is exact or mcmc, not '$method'"
 [[ $model == gcn || $model == gat ]] || die "--model is gcn or gat, not '$model'"
+[[ $task == node || $task == link ]] || die "--task is node or link, not '$task'"
+[[ $projection =~ ^[0-9]+$ && $projection -le 65535 ]] || die "--projection must be 0 .. 65535, not '$projection'"
 [[ $tree == tree || $tree == ego ]] || die "--tree is tree or ego, not '$tree'"
 [[ $epochs =~ ^[0-9]+$ && $epochs -gt 0 ]] || die "--epochs must be a positive integer, not '$epochs'"
 features=0
@@ -108,9 +120,10 @@ classes=0
 if [[ $train == 1 ]]; then
   [[ -s $graph/features.tsv ]] ||
     die "--train needs node features: $graph has no features.tsv (train on a dataset with features, e.g. cora)"
-  [[ -s $graph/labels.tsv ]] || die "--train needs labels: $graph has no labels.tsv"
+  [[ $task == link || -s $graph/labels.tsv ]] ||
+    die "--train needs labels for node classification: $graph has no labels.tsv (or use --task link)"
   features=$(awk -F'\t' '$2 + 1 > m { m = $2 + 1 } END { print m + 0 }' "$graph/features.tsv")
-  classes=$(awk -F'\t' '$2 + 1 > m { m = $2 + 1 } END { print m + 0 }' "$graph/labels.tsv")
+  [[ $task == link ]] || classes=$(awk -F'\t' '$2 + 1 > m { m = $2 + 1 } END { print m + 0 }' "$graph/labels.tsv")
 fi
 if [[ -z ${modes// /} ]]; then
   if [[ $method == mcmc ]]; then modes=paper; else modes="strict paper"; fi
@@ -224,9 +237,10 @@ for mode in $modes; do
   train_server_args=()
   train_emulator_args=()
   if [[ $train == 1 ]]; then
-    train_server_args=(--lumos_train node --lumos_features "$features" --lumos_classes "$classes"
+    train_server_args=(--lumos_train "$task" --lumos_features "$features"
                        --lumos_model "$model" --lumos_epochs "$epochs" --lumos_tree "$tree"
-                       --lumos_epoch_deadline_ms 1800000)
+                       --lumos_projection "$projection" --lumos_epoch_deadline_ms 1800000)
+    [[ $task == node ]] && train_server_args+=(--lumos_classes "$classes")
     train_emulator_args=(--lumos-train)
     # Paper mode releases raw features and labels: the devices must be told
     # to allow unbounded releases (their default budget refuses them).
@@ -354,15 +368,22 @@ for mode in $modes; do
       run=1
     else
       [[ $(field lumos-train verified) == true ]] || { echo "run-lumos.sh: lumos-train unverified: error=\"$(field lumos-train error)\""; run=1; }
-      echo "-- training, lumos-train ($model, $tree, $epochs epochs): accuracy train $(fmt "$(field lumos-train final_train_accuracy)")," \
-        "validation $(fmt "$(field lumos-train final_validation_accuracy)"), test $(fmt "$(field lumos-train final_test_accuracy)");" \
+      if [[ $task == link ]]; then
+        final_test=$(field lumos-train final_test_auc)
+        metric="ROC-AUC validation $(fmt "$(field lumos-train final_validation_auc)"), test $(fmt "$final_test")"
+      else
+        final_test=$(field lumos-train final_test_accuracy)
+        metric="accuracy train $(fmt "$(field lumos-train final_train_accuracy)"), validation"
+        metric+=" $(fmt "$(field lumos-train final_validation_accuracy)"), test $(fmt "$final_test")"
+      fi
+      echo "-- training, lumos-train ($task, $model, $tree, $epochs epochs): $metric;" \
         "best validation $(fmt "$(field lumos-train best_validation)") at epoch $(field lumos-train best_epoch), test there" \
         "$(fmt "$(field lumos-train test_at_best)"); bytes per device per epoch down $(field lumos-train bytes_down_per_device_epoch)," \
         "up $(field lumos-train bytes_up_per_device_epoch); stragglers $(field lumos-train stragglers);" \
         "feature epsilon $(field lumos-train epsilon_budget) (all receivers: max $(fmt "$(field lumos-train epsilon_all_receivers)"));" \
         "$(fmt "$(field lumos-train seconds_epochs)") s of epochs (curve: $out/lumos-train-epochs.tsv)"
       train_table+=("$(printf '%-28s %9s %9s %9s %12s %10s' "lumos $model $tree, $mode" \
-        "$(fmt "$(field lumos-train final_test_accuracy)")" "$(fmt "$(field lumos-train test_at_best)")" \
+        "$(fmt "$final_test")" "$(fmt "$(field lumos-train test_at_best)")" \
         "$(field lumos-train bytes_down_per_device_epoch)" "$(field lumos-train bytes_up_per_device_epoch)" \
         "$(fmt "$(field lumos-train seconds_epochs)")")")
     fi
@@ -405,20 +426,28 @@ if [[ $train == 1 ]]; then
   # The centralized baseline: the same layer code, model, epochs and split
   # (the server's lumos_split_seed default, 1), on the whole graph.
   central=$root/central-$model.txt
-  $bin/nodefl-lumos-central --graph "$graph" --model "$model" --epochs "$epochs" --every 0 \
+  $bin/nodefl-lumos-central --graph "$graph" --task "$task" --model "$model" --epochs "$epochs" --every 0 \
     --output "$root/central-$model-epochs.tsv" >"$central" 2>"$root/central-$model.log" || {
     echo "run-lumos.sh: the centralized baseline failed:" >&2
     cat "$root/central-$model.log" >&2
     status=1
   }
   echo
-  echo "== training: $name, node classification, $model, $epochs epochs (test accuracy: at the last epoch, and at"
-  echo "   the epoch of best validation accuracy; bytes per device per epoch)"
+  what="node classification, test accuracy"
+  [[ $task == link ]] && what="link prediction, test ROC-AUC"
+  [[ $projection != 0 ]] && what+=", features projected to $projection dimensions"
+  echo "== training: $name, $what: at the last epoch, and at"
+  echo "   the epoch of best validation; bytes per device per epoch ($model, $epochs epochs)"
   printf '%-28s %9s %9s %9s %12s %10s\n' run "test" "test@best" "bytes down" "bytes up" seconds
   for row in "${train_table[@]}"; do echo "$row"; done
   if [[ -s $central ]]; then
-    c_test=$(sed -n 's/.*last epoch train [0-9.]* validation [0-9.]* test \([0-9.]*\).*/\1/p' "$central")
-    c_best=$(sed -n 's/.*best validation [0-9.]* at epoch [0-9]*, test \([0-9.]*\) there.*/\1/p' "$central")
+    if [[ $task == link ]]; then
+      c_test=$(sed -n 's/.*last epoch validation AUC [0-9.]* test AUC \([0-9.]*\).*/\1/p' "$central")
+      c_best=$(sed -n 's/.*best validation AUC [0-9.]* at epoch [0-9]*, test AUC \([0-9.]*\) there.*/\1/p' "$central")
+    else
+      c_test=$(sed -n 's/.*last epoch train [0-9.]* validation [0-9.]* test \([0-9.]*\).*/\1/p' "$central")
+      c_best=$(sed -n 's/.*best validation [0-9.]* at epoch [0-9]*, test \([0-9.]*\) there.*/\1/p' "$central")
+    fi
     c_secs=$(sed -n 's/.*; \([0-9.]*\) s$/\1/p' "$central")
     printf '%-28s %9s %9s %9s %12s %10s\n' "central $model (baseline)" "${c_test:--}" "${c_best:--}" - - "${c_secs:--}"
   fi
@@ -431,7 +460,8 @@ if [[ $plot == 1 && $train == 1 ]]; then
   done
   [[ -s $root/central-$model-epochs.tsv ]] && curve_args+=(--series "central $model=$root/central-$model-epochs.tsv")
   curve_rc=0
-  $python server/tools/plot_learning_curve.py "${curve_args[@]}" --title "$name, $model: accuracy by epoch" \
+  $python server/tools/plot_learning_curve.py "${curve_args[@]}" \
+    --title "$name, $model: $([[ $task == link ]] && echo ROC-AUC || echo accuracy) by epoch" \
     --output "$root/learning-curve.png" >/dev/null 2>"$root/curve.log" || curve_rc=$?
   case $curve_rc in
     0) echo "plot: $root/learning-curve.png" ;;

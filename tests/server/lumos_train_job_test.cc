@@ -420,6 +420,27 @@ TEST(LumosTrainJobTest, ABadShapeFinishesWithAnError) {
   EXPECT_FALSE(job.summary().error.empty());
 }
 
+// With a projection the devices are told its width and seed, and the
+// model's first layer is sized for the projection, not the features.
+TEST(LumosTrainJobTest, AProjectionSizesTheModelAndReachesTheDevices) {
+  LumosTrainOptions o = Options2Epochs();
+  const size_t unprojected = gnn::LayoutOf(o.shape)->total;
+  o.projection = 3;
+  o.projection_seed = 0xABCDEF;
+  LumosTrainJob job(o, {1, 2});
+  std::vector<RoundStart> started = job.Begin(0);
+  ASSERT_EQ(started.size(), 1u);
+  const tf::TrainParameters p = Decode(started[0]);
+  EXPECT_EQ(p.features, o.shape.features);
+  EXPECT_EQ(p.projection, 3);
+  EXPECT_EQ(p.projection_seed, 0xABCDEFu);
+  gnn::ModelShape projected = o.shape;
+  projected.features = 3;
+  EXPECT_EQ(job.layout().total, gnn::LayoutOf(projected)->total);
+  EXPECT_EQ(p.parameters, job.layout().total);
+  EXPECT_NE(job.layout().total, unprojected);
+}
+
 TEST(LumosTrainPlan, TrainingIsAnOptionalThirdStageThatNeedsTheDatasetsDimensions) {
   ServerConfig config = DefaultServerConfigWithJobs();
   config.tls_ca_cert = "ca.crt";
@@ -456,6 +477,10 @@ TEST(LumosTrainPlan, TrainingIsAnOptionalThirdStageThatNeedsTheDatasetsDimension
   EXPECT_EQ(JobStages(config), (std::vector<std::string>{"secure-compare", "lumos-mcmc", "lumos-train"}));
   // Without a finished trimming stage there is nothing to train on.
   EXPECT_EQ(MakeJob(config, "lumos-train", 3, {1, 2}, nullptr), nullptr);
+  Options<LumosJobConfig>(config).projection = 70000;
+  EXPECT_NE(ValidateConfig(config).message.find("lumos_projection: at most 65535"), std::string::npos);
+  Options<LumosJobConfig>(config).projection = 256;
+  EXPECT_TRUE(ValidateConfig(config).ok) << ValidateConfig(config).message;
 }
 
 // Link mode ---------------------------------------------------------------

@@ -217,11 +217,21 @@ Status EmulatedDevice::Init() {
     // these widths can have (heads divide both widths).
     widest.heads = static_cast<uint8_t>(std::min<uint32_t>(255, std::min(fleet_.train_hidden, fleet_.train_out)));
     widest.classes = static_cast<uint16_t>(fleet_.train_classes);
-    train_memory_.resize(lumos::TrainRoleMemory(widest, neighbours, neighbours));
+    // ... for either task (link: no classifier, but partners and their
+    // embeddings).
+    lumos::TrainParameters widest_link = widest;
+    widest_link.task = lumos::TrainTask::kLink;
+    widest_link.classes = 0;
+    const uint32_t partners = fleet_.train_partners;
+    train_memory_.resize(std::max(lumos::TrainRoleMemory(widest, neighbours, neighbours),
+                                  lumos::TrainRoleMemory(widest_link, neighbours, neighbours, partners)));
+    train_partners_.resize(partners);
+    train_partner_keys_.resize(partners);
     train_role_ = std::make_unique<lumos::LumosTrainRole>(
         setup_.id, Span<lumos::TrainPeer>(train_peers_), Span<roles::KeyedPeer>(train_keys_),
         ByteSpan(train_memory_), credentials_, &crypto::DrbgRandom, &drbg_, noise_drbg_, *ledger_);
     if (fleet_.shared_pair_keys != nullptr) train_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
+    train_role_->SetLinkMemory(Span<lumos::TrainPeer>(train_partners_), Span<roles::KeyedPeer>(train_partner_keys_));
     NODEFL_TRY(train_role_->Init());
     train_role_->SetData(Span<const float>(setup_.features), setup_.label);
     NODEFL_TRY(session_->AddRole(*train_role_));

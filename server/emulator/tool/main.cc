@@ -60,6 +60,7 @@ struct Options {
   bool lumos_train = false;
   uint32_t train_hidden = 16;
   uint32_t train_out = 16;
+  uint32_t train_partners = 8;
 };
 
 void PrintHelp() {
@@ -98,8 +99,11 @@ void PrintHelp() {
       "                           neighbour, plus 1024 spare (default 8; rows at the paper's\n"
       "                           epsilon hold 1-3 entries; a device out of room reports it)\n"
       "  --lumos-train            lumos-trees: the devices also serve Lumos training (the\n"
-      "                           server's lumos_train=node); features and labels come from\n"
-      "                           the dataset's features.tsv and labels.tsv\n"
+      "                           server's lumos_train=node or link); features (and, for\n"
+      "                           node classification, labels) come from the dataset's\n"
+      "                           features.tsv and labels.tsv\n"
+      "  --train-partners N       link prediction: partners each device has room for (default\n"
+      "                           8; the server's lumos_negatives + lumos_eval_negatives)\n"
       "  --train-hidden N, --train-out N  widths the devices make room for (default 16; the\n"
       "                           server's lumos model must not be wider)\n"
       "  --keep-tree              fedwalk-hct: every device also keeps the published tree\n"
@@ -242,6 +246,10 @@ std::optional<Options> Parse(int argc, char** argv) {
         std::fprintf(stderr, "nodefl-emulate: --fedwalk-mode is strict or paper, not '%s'\n", v);
         return std::nullopt;
       }
+    } else if (arg == "--train-partners") {
+      const auto n = count(512);
+      if (!n) return std::nullopt;
+      o.train_partners = static_cast<uint32_t>(*n);
     } else if (arg == "--train-hidden" || arg == "--train-out") {
       const auto n = count(4096);
       if (!n) return std::nullopt;
@@ -302,10 +310,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   const nodefl::dataset::Graph& g = loaded.graph;
-  if (opt->lumos_train && (opt->job != "lumos-trees" || g.num_feature_dims == 0 || g.num_label_classes == 0)) {
-    std::fprintf(stderr, "nodefl-emulate: --lumos-train needs --job lumos-trees and a dataset with features.tsv and "
-                         "labels.tsv (%s has %u features, %u classes)\n",
-                 opt->graph.c_str(), g.num_feature_dims, g.num_label_classes);
+  if (opt->lumos_train && (opt->job != "lumos-trees" || g.num_feature_dims == 0)) {
+    std::fprintf(stderr, "nodefl-emulate: --lumos-train needs --job lumos-trees and a dataset with features.tsv "
+                         "(%s has %u features; labels are needed only for node classification)\n",
+                 opt->graph.c_str(), g.num_feature_dims);
     return 1;
   }
   const uint32_t n = opt->devices == 0 ? g.num_nodes : std::min(opt->devices, g.num_nodes);
@@ -367,6 +375,7 @@ int main(int argc, char** argv) {
   fleet.lumos_train = opt->lumos_train;
   fleet.train_hidden = opt->train_hidden;
   fleet.train_out = opt->train_out;
+  fleet.train_partners = opt->train_partners;
   fleet.train_features = g.num_feature_dims;
   fleet.train_classes = g.num_label_classes;
   nodefl::emulator::SharedPairKeys shared_pair_keys;

@@ -17,7 +17,7 @@ namespace {
 
 using C = LumosJobConfig;
 
-constexpr std::array<OptionSpec<C>, 19> kSpecs = {{
+constexpr std::array<OptionSpec<C>, 21> kSpecs = {{
     {"lumos_privacy", &C::privacy,
      "lumos-trees: strict (comparison results and kept lists stay on the devices) or paper (both reported)"},
     {"lumos_method", &C::method,
@@ -49,6 +49,9 @@ constexpr std::array<OptionSpec<C>, 19> kSpecs = {{
     {"lumos_eval_negatives", &C::eval_negatives,
      "lumos-trees link training: evaluation partners (the AUC's negatives) per device at most, 1..32"},
     {"lumos_edge_seed", &C::edge_seed, "lumos-trees link training: seed of the 80/5/15 edge split the devices apply"},
+    {"lumos_projection", &C::projection,
+     "lumos-trees training: dimensions of the public random projection of the features before encoding (0: none)"},
+    {"lumos_projection_seed", &C::projection_seed, "lumos-trees training: seed of that projection"},
 }};
 
 gnn::ModelShape ShapeOf(const C& c) {
@@ -79,6 +82,7 @@ std::string ValidateTraining(const C& c) {
   if (c.negatives < 1 || c.negatives > 32) return "lumos_negatives: must be 1 .. 32";
   if (c.eval_negatives < 1 || c.eval_negatives > 32) return "lumos_eval_negatives: must be 1 .. 32";
   if (c.epochs == 0) return "lumos_epochs: must be at least 1";
+  if (c.projection > 65535) return "lumos_projection: at most 65535 (0: no projection)";
   // The wire carries float32 (train_format.h).
   if (!std::isfinite(c.epsilon) || c.epsilon <= 0 || c.epsilon > 1e6) {
     return "lumos_epsilon: must be positive and finite";
@@ -87,7 +91,9 @@ std::string ValidateTraining(const C& c) {
     return "lumos_label_epsilon: must be positive and finite";
   }
   if (c.epoch_deadline_ms == 0) return "lumos_epoch_deadline_ms: must be at least 1";
-  if (!gnn::LayoutOf(ShapeOf(c)).ok()) {
+  gnn::ModelShape model = ShapeOf(c);
+  if (c.projection != 0) model.features = c.projection;
+  if (!gnn::LayoutOf(model).ok()) {
     return "lumos_features/lumos_classes: the model does not fit (more than 2^24 parameters)";
   }
   return {};
@@ -135,6 +141,8 @@ std::unique_ptr<Job> MakeTrain(const ServerConfig& config, uint64_t job_id, cons
   options.epochs = c.epochs;
   options.seed = c.train_seed;
   options.split_seed = c.split_seed;
+  options.projection = static_cast<uint16_t>(c.projection);  // <= 65535 (Validate)
+  options.projection_seed = c.projection_seed;
   if (c.train == "link") {
     options.task = nodefl::lumos::TrainTask::kLink;
     options.negatives = static_cast<uint8_t>(c.negatives);  // 1 .. 32 (Validate)

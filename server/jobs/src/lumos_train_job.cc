@@ -71,6 +71,8 @@ std::vector<uint8_t> LumosTrainJob::Parameters(tf::TrainPhase phase, uint32_t ep
   p.epoch = epoch;
   p.train = train;
   p.task = options_.task;
+  p.projection = options_.projection;
+  p.projection_seed = options_.projection_seed;
   if (link()) {
     p.negatives = options_.negatives;
     p.eval_negatives = options_.eval_negatives;
@@ -109,7 +111,9 @@ std::vector<RoundStart> LumosTrainJob::Begin(uint64_t now_us) {
     Fail("epochs must be at least 1", now_us);
     return {};
   }
-  Result<gnn::ParamLayout> layout = gnn::LayoutOf(s);
+  gnn::ModelShape model = s;  // what the first layer sees: the projection, if any
+  if (options_.projection != 0) model.features = options_.projection;
+  Result<gnn::ParamLayout> layout = gnn::LayoutOf(model);
   if (!layout.ok()) {
     Fail(std::string("model shape rejected by LayoutOf: ") + StatusCodeName(layout.status().code()), now_us);
     return {};

@@ -135,7 +135,7 @@ struct FleetSetup {
   // decides which roles a device serves and when it is finished.
   std::string job = "neighbour-echo";
   std::string fedwalk_mode = "strict";  // the server's fedwalk_mode, for job "fedwalk"
-  // lumos-trees with training (the server's lumos_train=node): the devices
+  // lumos-trees with training (the server's lumos_train=node or link): the devices
   // also serve the training role, sized for these widths (the server's
   // lumos_* options must not exceed them) and the dataset's features and
   // classes.
@@ -144,6 +144,9 @@ struct FleetSetup {
   uint32_t train_out = 16;
   uint32_t train_features = 0;
   uint32_t train_classes = 0;
+  // Link task: partners each device has room for (the server's
+  // lumos_negatives + lumos_eval_negatives must not exceed it).
+  uint32_t train_partners = 8;
   // FedWalk HCT storage per device: codebook entries per neighbour plus a
   // spare of kCodebookSpareEntries (rows hold one to a few entries at the
   // paper's epsilon; deg x K always suffices), and whether to keep
@@ -294,6 +297,8 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   // role finished.
   std::vector<lumos::TrainPeer> train_peers_;
   std::vector<roles::KeyedPeer> train_keys_;
+  std::vector<lumos::TrainPeer> train_partners_;
+  std::vector<roles::KeyedPeer> train_partner_keys_;
   std::vector<uint8_t> train_memory_;
   std::unique_ptr<lumos::LumosTrainRole> train_role_;
   bool train_bound_ = false;

@@ -52,6 +52,9 @@ struct LumosJobConfig {
   uint32_t negatives = 4;
   uint32_t eval_negatives = 2;
   uint64_t edge_seed = 1;
+  // The public random projection of the features (0: none) and its seed.
+  uint32_t projection = 0;
+  uint64_t projection_seed = 1;
 };
 
 template <>

@@ -84,6 +84,11 @@ struct LumosTrainOptions {
   uint8_t negatives = 4;       // link: training partners per device at most (training matchings)
   uint8_t eval_negatives = 2;  // link: evaluation partners per device at most
   uint64_t edge_seed = 1;      // link: EdgeSplitOf's seed, for the devices
+  // The public random projection of the features before encoding
+  // (train_format.h, ProjectFeatures): the model's first layer sees
+  // `projection` dimensions instead of shape.features (0: none).
+  uint16_t projection = 0;
+  uint64_t projection_seed = 1;
   nodefl::server::lumos::AdamOptions adam;
   uint32_t round_deadline_ms = 300'000;  // setup and report
   uint32_t epoch_deadline_ms = 120'000;
