@@ -506,7 +506,9 @@ void LumosTrainRole::TryLinkLoss() {
     return gnn::ConstRowMap<float>(pooled_rows_.data() + size_t{peer.slot} * out, out);
   };
   auto score = [&](const TrainPeer& peer, uint8_t kind) {
-    if (!have_pool || peer.id < own_id_ || 2 * (score_count_ + 1) > scores_.size()) return;
+    // Without a pool h_u is zero and scores 0: still counted, so that the
+    // AUC covers every held-out edge.
+    if (peer.id < own_id_ || 2 * (score_count_ + 1) > scores_.size()) return;
     const float logit = h_u.dot(row_of(peer));
     scores_[2 * score_count_] = kind;
     scores_[2 * score_count_ + 1] = ScoreBin(logit);
