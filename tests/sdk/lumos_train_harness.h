@@ -404,4 +404,43 @@ inline std::vector<float> RandomParams(size_t n, uint64_t seed) {
   return p;
 }
 
+
+// Double-precision copies of the devices' trees, fed the features the roles
+// hold, run forward without dropout and pooled: what the tests recompute a
+// federation's gradient from, without any message. kept[v]: the neighbours
+// with a leaf pair in v's tree, ascending.
+struct TrainerCopy {
+  std::vector<uint32_t> rows, csr;
+  std::vector<double> scalars;
+  TreeTrainer<double> t;
+};
+inline std::vector<std::unique_ptr<TrainerCopy>> PooledCopies(Server& s, const gnn::ModelShape& shape,
+                                                              const std::vector<std::vector<uint32_t>>& kept,
+                                                              const std::vector<double>& params) {
+  std::vector<std::unique_ptr<TrainerCopy>> copies;
+  for (uint32_t v = 0; v < kept.size(); ++v) {
+    auto c = std::make_unique<TrainerCopy>();
+    const uint32_t wl = static_cast<uint32_t>(kept[v].size());
+    const TrainerSizing size = SizeTrainer(shape, gnn::TreeKind::kLumosTree, wl);
+    c->rows.resize(size.row_begin);
+    c->csr.resize(size.csr);
+    c->scalars.resize(size.scalars);
+    EXPECT_TRUE(c->t.Bind(shape, gnn::TreeKind::kLumosTree, wl, Span<uint32_t>(c->rows), Span<uint32_t>(c->csr),
+                          Span<double>(c->scalars))
+                    .ok());
+    c->t.features() = s[v].role.trainer().features().cast<double>();
+    EXPECT_TRUE(c->t.Forward(Span<const double>(params), false, nullptr, nullptr).ok());
+    c->t.ClearGradients();
+    copies.push_back(std::move(c));
+  }
+  for (auto& c : copies) c->t.BeginPool();
+  for (uint32_t u = 0; u < kept.size(); ++u) {
+    for (uint32_t k = 0; k < kept[u].size(); ++k) {
+      const auto leaf = copies[u]->t.NeighbourLeaf(k);
+      EXPECT_TRUE(copies[kept[u][k]]->t.AddToPool(Span<const double>(leaf.data(), leaf.size())).ok());
+    }
+  }
+  return copies;
+}
+
 }  // namespace nodefl::lumos::train_harness

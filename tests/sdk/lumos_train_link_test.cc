@@ -73,35 +73,8 @@ Expected ExpectedLink(const World& w, Server& s, const std::vector<float>& param
   shape.dropout = 0.0f;
   const auto in_tree = TreeLists(w);
   const auto partners = PartnerLists(w);
-  struct Copy {
-    std::vector<uint32_t> rows, csr;
-    std::vector<double> scalars;
-    TreeTrainer<double> t;
-  };
-  std::vector<std::unique_ptr<Copy>> copies;
   const std::vector<double> pd(params.begin(), params.end());
-  for (uint32_t v = 0; v < w.n; ++v) {
-    auto c = std::make_unique<Copy>();
-    const uint32_t wl = static_cast<uint32_t>(in_tree[v].size());
-    const TrainerSizing size = SizeTrainer(shape, gnn::TreeKind::kLumosTree, wl);
-    c->rows.resize(size.row_begin);
-    c->csr.resize(size.csr);
-    c->scalars.resize(size.scalars);
-    EXPECT_TRUE(c->t.Bind(shape, gnn::TreeKind::kLumosTree, wl, Span<uint32_t>(c->rows), Span<uint32_t>(c->csr),
-                          Span<double>(c->scalars))
-                    .ok());
-    c->t.features() = s[v].role.trainer().features().cast<double>();
-    EXPECT_TRUE(c->t.Forward(Span<const double>(pd), false, nullptr, nullptr).ok());
-    c->t.ClearGradients();
-    copies.push_back(std::move(c));
-  }
-  for (uint32_t v = 0; v < w.n; ++v) copies[v]->t.BeginPool();
-  for (uint32_t u = 0; u < w.n; ++u) {
-    for (uint32_t k = 0; k < in_tree[u].size(); ++k) {
-      const auto leaf = copies[u]->t.NeighbourLeaf(k);
-      EXPECT_TRUE(copies[in_tree[u][k]]->t.AddToPool(Span<const double>(leaf.data(), leaf.size())).ok());
-    }
-  }
+  auto copies = PooledCopies(s, shape, in_tree, pd);
   Expected e;
   e.gradient.assign(pd.size(), 0.0);
   e.loss.assign(w.n, 0.0);

@@ -68,6 +68,24 @@ int Fill(void* ctx, unsigned char* out, size_t n) {
   return 0;
 }
 
+// Every device's forward pass, then every pool (Eq. 31): each device's own
+// leaves and the leaves its keepers computed for it.
+void ForwardAndPool(std::vector<std::unique_ptr<Device>>& devices,
+                    const std::vector<std::vector<std::pair<uint32_t, uint32_t>>>& keepers,
+                    const std::vector<float>& params, bool train, std::mt19937_64& rng) {
+  for (auto& d : devices) {
+    (void)d->t.Forward(Span<const float>(params), train, &Fill, &rng);
+    d->t.ClearGradients();
+  }
+  for (size_t v = 0; v < devices.size(); ++v) {
+    devices[v]->t.BeginPool();
+    for (const auto& [u, k] : keepers[v]) {
+      const auto leaf = devices[u]->t.NeighbourLeaf(k);
+      (void)devices[v]->t.AddToPool(Span<const float>(leaf.data(), static_cast<size_t>(leaf.size())));
+    }
+  }
+}
+
 // Link prediction (Lumos Sec. VI-C, Eq. 33 with the sign fixed) the way
 // the job runs it: positives are each device's kept training edges, the
 // negatives its training partners (LinkPartners over every node, a drawn
@@ -96,16 +114,8 @@ int TrainLink(const Options& o, const nodefl::dataset::Graph& g, std::vector<std
   for (uint32_t epoch = 1; epoch <= o.epochs + 1; ++epoch) {
     const bool train = epoch <= o.epochs;
     std::fill(grads.begin(), grads.end(), 0.0f);
-    for (auto& d : devices) {
-      (void)d->t.Forward(Span<const float>(params), train, &Fill, &rng);
-      d->t.ClearGradients();
-    }
+    ForwardAndPool(devices, keepers, params, train, rng);
     for (uint32_t v = 0; v < n; ++v) {
-      devices[v]->t.BeginPool();
-      for (const auto& [u, k] : keepers[v]) {
-        const auto leaf = devices[u]->t.NeighbourLeaf(k);
-        (void)devices[v]->t.AddToPool(Span<const float>(leaf.data(), out));
-      }
       const auto p = devices[v]->t.pooled();
       std::copy(p.data(), p.data() + out, h[v].begin());
       std::fill(dh[v].begin(), dh[v].end(), 0.0f);
@@ -385,17 +395,7 @@ int main(int argc, char** argv) {
   for (uint32_t epoch = 1; epoch <= o.epochs + 1; ++epoch) {
     const bool train = epoch <= o.epochs;
     std::fill(grads.begin(), grads.end(), 0.0f);
-    for (auto& d : devices) {
-      (void)d->t.Forward(Span<const float>(params), train, &Fill, &rng);
-      d->t.ClearGradients();
-    }
-    for (uint32_t v = 0; v < n; ++v) {
-      devices[v]->t.BeginPool();
-      for (const auto& [u, k] : keepers[v]) {
-        const auto leaf = devices[u]->t.NeighbourLeaf(k);
-        (void)devices[v]->t.AddToPool(Span<const float>(leaf.data(), shape.out));
-      }
-    }
+    ForwardAndPool(devices, keepers, params, train, rng);
     uint32_t losses = 0, correct[3] = {0, 0, 0}, total[3] = {0, 0, 0};
     double loss_sum = 0;
     for (uint32_t v = 0; v < n; ++v) {
