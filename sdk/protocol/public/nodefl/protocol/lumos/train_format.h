@@ -141,7 +141,7 @@ uint64_t PublicMix64(uint64_t x);
 // the seed (PublicMix64), r = out.size(). Each z_j is about N(0, 1) and
 // z_u . z_v / r about the cosine of x_u and x_v, so the model sees the
 // features' geometry in r dimensions, centred (an uncentred [0, 1] map
-// trained far worse: docs/benchmarks.md); the values lie in [-1/2, 1/2]
+// trained 5-17 points worse on Cora: docs/benchmarks.md); the values lie in [-1/2, 1/2]
 // (ModelFeatureRange), and the one-bit encoding spends the same budget
 // over r dimensions instead of d. A zero vector projects to 0.
 // kInvalidArgument for an empty out or x, or out wider than 65,535.
