@@ -1,0 +1,227 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// The arithmetic of secure aggregation (sdk/secagg): GF(2^61 - 1) against a
+// slow reference, Shamir sharing (any t shares reconstruct, t - 1 shares
+// are distributed alike whatever the secret, malformed shares refused), and
+// the fixed-point code (round trip, clipping, sums up to MaxSummands exact,
+// one more wraps). Run on x86-64, aarch64 and armhf alike.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "nodefl/random/drbg.h"
+#include "nodefl/secagg/field.h"
+#include "nodefl/secagg/fixed_point.h"
+#include "nodefl/secagg/shamir.h"
+
+namespace nodefl::secagg {
+namespace {
+
+// a * b mod p by doubling and adding: slow, obviously right.
+uint64_t SlowMul(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  for (int bit = 60; bit >= 0; --bit) {
+    r = FieldAdd(r, r);
+    if ((b >> bit) & 1u) r = FieldAdd(r, a);
+  }
+  return r;
+}
+
+TEST(SecaggFieldTest, MultiplicationMatchesTheDefinitionAndInversesInvert) {
+  std::mt19937_64 rng(5);
+  std::vector<uint64_t> values = {0, 1, 2, kFieldPrime - 1, kFieldPrime - 2, uint64_t{1} << 32,
+                                  (uint64_t{1} << 32) - 1, uint64_t{1} << 60, (uint64_t{1} << 61) - 2};
+  for (int i = 0; i < 300; ++i) values.push_back(rng() % kFieldPrime);
+  for (uint64_t a : values) {
+    for (int j = 0; j < 8; ++j) {
+      const uint64_t b = values[rng() % values.size()];
+      ASSERT_EQ(FieldMul(a, b), SlowMul(a, b)) << a << " * " << b;
+    }
+    if (a != 0) {
+      ASSERT_EQ(FieldMul(a, FieldInverse(a)), 1u) << a;
+    }
+    ASSERT_EQ(FieldSub(FieldAdd(a, 12345), 12345), a);
+  }
+  EXPECT_EQ(FieldInverse(0), 0u);
+  EXPECT_EQ(FieldMul(kFieldPrime - 1, kFieldPrime - 1), 1u);  // (-1)^2
+}
+
+std::vector<uint8_t> Secret(uint64_t seed, size_t bytes) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint8_t> s(bytes);
+  for (uint8_t& b : s) b = static_cast<uint8_t>(rng());
+  return s;
+}
+
+TEST(SecaggShamirTest, AnyThresholdOfSharesGivesTheSecretBack) {
+  Drbg random;
+  ASSERT_TRUE(random.SeedDeterministic(11).ok());
+  std::mt19937_64 pick(3);
+  for (size_t bytes : {1u, 7u, 8u, 16u, 32u}) {
+    for (uint32_t t : {1u, 2u, 4u, 10u}) {
+      const std::vector<uint8_t> secret = Secret(bytes * 100 + t, bytes);
+      std::vector<uint64_t> xs(10);
+      for (size_t i = 0; i < xs.size(); ++i) xs[i] = 1000 + 37 * i;  // any distinct nonzero points
+      std::vector<Share> shares(xs.size());
+      ASSERT_TRUE(ShareSecret(ConstByteSpan(secret), t, Span<const uint64_t>(xs), random, Span<Share>(shares)).ok());
+      for (int trial = 0; trial < 20; ++trial) {
+        std::shuffle(shares.begin(), shares.end(), pick);
+        std::vector<uint8_t> back(bytes);
+        ASSERT_TRUE(ReconstructSecret(Span<const Share>(shares.data(), t), t, ByteSpan(back)).ok());
+        ASSERT_EQ(back, secret) << bytes << " bytes, t = " << t;
+      }
+      if (t > 1) {
+        // t - 1 shares, read as if the threshold were t - 1, give something
+        // else (or are refused): they do not determine the secret.
+        std::vector<uint8_t> back(bytes);
+        const Status s = ReconstructSecret(Span<const Share>(shares.data(), t - 1), t - 1, ByteSpan(back));
+        EXPECT_TRUE(!s.ok() || back != secret);
+        EXPECT_FALSE(ReconstructSecret(Span<const Share>(shares.data(), t - 1), t, ByteSpan(back)).ok());
+      }
+    }
+  }
+}
+
+// t = 3: the two shares at x = 5 and x = 9 must have the same (uniform)
+// law for a secret of all zeros and one of all ones. 6,000 sharings each;
+// the top 4 bits of both shares' first chunk in 16 x 16 cells; a two-sample
+// chi-square with 255 degrees of freedom stays below 377 (p = 10^-6, the
+// project's significance for statistical tests), and each law's fit to
+// uniform too. Sharing without the random coefficients (shares = secret)
+// puts every sharing in one cell and fails all three by far.
+TEST(SecaggShamirTest, FewerThanThresholdSharesLookTheSameWhateverTheSecret) {
+  auto histogram = [](uint8_t fill, uint64_t seed) {
+    Drbg random;
+    EXPECT_TRUE(random.SeedDeterministic(seed).ok());
+    std::vector<uint8_t> secret(16, fill);
+    const std::vector<uint64_t> xs = {5, 9, 13};
+    std::vector<double> cells(256, 0.0);
+    for (int i = 0; i < 6000; ++i) {
+      Share shares[3];
+      EXPECT_TRUE(ShareSecret(ConstByteSpan(secret), 3, Span<const uint64_t>(xs), random, Span<Share>(shares)).ok());
+      const uint64_t a = shares[0].y[0] >> 57, b = shares[1].y[0] >> 57;  // top 4 of 61 bits
+      cells[a * 16 + b] += 1;
+    }
+    return cells;
+  };
+  const std::vector<double> zeros = histogram(0x00, 21), ones = histogram(0xFF, 22);
+  double two_sample = 0, uniform_zeros = 0, uniform_ones = 0;
+  // The top-4-bit cells are not exactly equiprobable (p is just below 2^61):
+  // cell 15 of each coordinate is short by 2^-57 of its mass, negligible.
+  const double expected = 6000.0 / 256;
+  for (int c = 0; c < 256; ++c) {
+    const double total = zeros[c] + ones[c];
+    if (total > 0) two_sample += (zeros[c] - ones[c]) * (zeros[c] - ones[c]) / total;
+    uniform_zeros += (zeros[c] - expected) * (zeros[c] - expected) / expected;
+    uniform_ones += (ones[c] - expected) * (ones[c] - expected) / expected;
+  }
+  EXPECT_LT(two_sample, 377.0);
+  EXPECT_LT(uniform_zeros, 377.0);
+  EXPECT_LT(uniform_ones, 377.0);
+}
+
+TEST(SecaggShamirTest, MalformedSharesAndArgumentsAreRefused) {
+  Drbg random;
+  ASSERT_TRUE(random.SeedDeterministic(13).ok());
+  const std::vector<uint8_t> secret = Secret(1, 32);
+  const std::vector<uint64_t> xs = {1, 2, 3, 4};
+  std::vector<Share> shares(4);
+  ASSERT_TRUE(ShareSecret(ConstByteSpan(secret), 3, Span<const uint64_t>(xs), random, Span<Share>(shares)).ok());
+  std::vector<uint8_t> back(32);
+  auto reconstruct = [&](std::vector<Share> s) { return ReconstructSecret(Span<const Share>(s), 3, ByteSpan(back)); };
+  std::vector<Share> bad = shares;
+  bad[1].x = bad[0].x;  // a repeated point
+  EXPECT_FALSE(reconstruct(bad).ok());
+  bad = shares;
+  bad[2].x = 0;
+  EXPECT_FALSE(reconstruct(bad).ok());
+  bad = shares;
+  bad[2].x = kFieldPrime;
+  EXPECT_FALSE(reconstruct(bad).ok());
+  bad = shares;
+  bad[0].y[3] = kFieldPrime;  // not a field element
+  EXPECT_FALSE(reconstruct(bad).ok());
+  bad = shares;
+  bad[0].y[4] ^= 1;  // tampered: refused or a different secret, never the right one by accident
+  {
+    const Status s = reconstruct(bad);
+    EXPECT_TRUE(!s.ok() || back != secret);
+  }
+  EXPECT_FALSE(ReconstructSecret(Span<const Share>(shares.data(), 2), 3, ByteSpan(back)).ok());
+  EXPECT_FALSE(ReconstructSecret(Span<const Share>(shares), 0, ByteSpan(back)).ok());
+  std::vector<uint8_t> too_long(33);
+  EXPECT_FALSE(ReconstructSecret(Span<const Share>(shares), 3, ByteSpan(too_long)).ok());
+  EXPECT_TRUE(reconstruct(shares).ok());
+  EXPECT_EQ(back, secret);
+  // Sharing: threshold above the holders, repeated or zero points, empty
+  // or oversized secrets, a failed Drbg.
+  EXPECT_FALSE(ShareSecret(ConstByteSpan(secret), 5, Span<const uint64_t>(xs), random, Span<Share>(shares)).ok());
+  const std::vector<uint64_t> repeated = {1, 2, 2, 4}, zero = {0, 1, 2, 3};
+  EXPECT_FALSE(ShareSecret(ConstByteSpan(secret), 2, Span<const uint64_t>(repeated), random, Span<Share>(shares)).ok());
+  EXPECT_FALSE(ShareSecret(ConstByteSpan(secret), 2, Span<const uint64_t>(zero), random, Span<Share>(shares)).ok());
+  EXPECT_FALSE(ShareSecret(ConstByteSpan(), 2, Span<const uint64_t>(xs), random, Span<Share>(shares)).ok());
+  EXPECT_FALSE(ShareSecret(ConstByteSpan(too_long), 2, Span<const uint64_t>(xs), random, Span<Share>(shares)).ok());
+  Drbg unseeded;
+  EXPECT_FALSE(ShareSecret(ConstByteSpan(secret), 2, Span<const uint64_t>(xs), unseeded, Span<Share>(shares)).ok());
+}
+
+TEST(SecaggFixedPointTest, SumsDecodeWithinRoundingUpToTheBoundAndWrapPastIt) {
+  const FixedPoint code{2.0f, 1024.0f};
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<float> u(-2.5f, 2.5f);
+  constexpr int kN = 1000, kL = 64;
+  std::vector<uint32_t> sum(kL, 0), q(kL);
+  std::vector<double> want(kL, 0.0);
+  size_t clipped = 0;
+  for (int n = 0; n < kN; ++n) {
+    std::vector<float> x(kL);
+    for (float& v : x) v = u(rng);
+    Result<size_t> c = EncodeFixedPoint(code, Span<const float>(x), Span<uint32_t>(q));
+    ASSERT_TRUE(c.ok());
+    clipped += *c;
+    for (int i = 0; i < kL; ++i) {
+      sum[i] += q[i];  // mod 2^32, as the aggregation sums
+      want[i] += std::clamp(x[i], -2.0f, 2.0f);
+    }
+  }
+  EXPECT_GT(clipped, 0u);  // a fifth of the draws lie outside +-2
+  std::vector<float> got(kL);
+  ASSERT_TRUE(DecodeFixedPointSum(code, Span<const uint32_t>(sum), Span<float>(got)).ok());
+  for (int i = 0; i < kL; ++i) EXPECT_NEAR(got[i], want[i], kN / (2.0 * code.scale) + 1e-3) << i;
+
+  // MaxSummands codes of +clip sum exactly; one more wraps to negative.
+  const FixedPoint tight{1.0f, 1e6f};
+  const uint64_t n = MaxSummands(tight);
+  EXPECT_EQ(n, 2147u);  // floor((2^31 - 1) / 10^6)
+  const float top = 1.0f;
+  uint32_t code_top = 0;
+  ASSERT_TRUE(EncodeFixedPoint(tight, Span<const float>(&top, 1), Span<uint32_t>(&code_top, 1)).ok());
+  uint32_t s = 0;
+  for (uint64_t i = 0; i < n; ++i) s += code_top;
+  float decoded = 0;
+  ASSERT_TRUE(DecodeFixedPointSum(tight, Span<const uint32_t>(&s, 1), Span<float>(&decoded, 1)).ok());
+  EXPECT_NEAR(decoded, static_cast<float>(n), 1e-3f * n);
+  s += code_top;
+  ASSERT_TRUE(DecodeFixedPointSum(tight, Span<const uint32_t>(&s, 1), Span<float>(&decoded, 1)).ok());
+  EXPECT_LT(decoded, 0.0f);
+
+  // Refusals: NaN, sizes, bad codes.
+  const float nan = std::nanf("");
+  EXPECT_FALSE(EncodeFixedPoint(code, Span<const float>(&nan, 1), Span<uint32_t>(&code_top, 1)).ok());
+  EXPECT_FALSE(EncodeFixedPoint(code, Span<const float>(&top, 1), Span<uint32_t>()).ok());
+  EXPECT_FALSE(EncodeFixedPoint(FixedPoint{0.0f, 1.0f}, Span<const float>(&top, 1), Span<uint32_t>(&code_top, 1)).ok());
+  EXPECT_FALSE(EncodeFixedPoint(FixedPoint{1.0f, 4e9f}, Span<const float>(&top, 1), Span<uint32_t>(&code_top, 1)).ok());
+  EXPECT_EQ(MaxSummands(FixedPoint{1.0f, -1.0f}), 0u);
+  // Negative values round-trip through two's complement.
+  const float neg = -1.5f;
+  ASSERT_TRUE(EncodeFixedPoint(code, Span<const float>(&neg, 1), Span<uint32_t>(&code_top, 1)).ok());
+  ASSERT_TRUE(DecodeFixedPointSum(code, Span<const uint32_t>(&code_top, 1), Span<float>(&decoded, 1)).ok());
+  EXPECT_FLOAT_EQ(decoded, -1.5f);
+}
+
+}  // namespace
+}  // namespace nodefl::secagg
