@@ -16,6 +16,7 @@
 #include "nodefl/random/drbg.h"
 #include "nodefl/secagg/field.h"
 #include "nodefl/secagg/fixed_point.h"
+#include "nodefl/secagg/masks.h"
 #include "nodefl/secagg/shamir.h"
 
 namespace nodefl::secagg {
@@ -221,6 +222,104 @@ TEST(SecaggFixedPointTest, SumsDecodeWithinRoundingUpToTheBoundAndWrapPastIt) {
   ASSERT_TRUE(EncodeFixedPoint(code, Span<const float>(&neg, 1), Span<uint32_t>(&code_top, 1)).ok());
   ASSERT_TRUE(DecodeFixedPointSum(code, Span<const uint32_t>(&code_top, 1), Span<float>(&decoded, 1)).ok());
   EXPECT_FLOAT_EQ(decoded, -1.5f);
+}
+
+// AES-256 of the zero block under the zero key is dc95c078 a2408989
+// ad48a214 92842087 (FIPS-197-style known answer): stream 0's first block.
+TEST(SecaggMaskTest, TheStreamIsAes256CounterModeAndStreamsDiffer) {
+  MaskSeed zero;
+  uint32_t words[8];
+  ASSERT_TRUE(ExpandMask(zero, 0, Span<uint32_t>(words)).ok());
+  EXPECT_EQ(words[0], 0x78c095dcu);
+  EXPECT_EQ(words[1], 0x898940a2u);
+  EXPECT_EQ(words[2], 0x14a248adu);
+  EXPECT_EQ(words[3], 0x87208492u);
+  uint32_t other[8], again[8];
+  ASSERT_TRUE(ExpandMask(zero, 1, Span<uint32_t>(other)).ok());
+  ASSERT_TRUE(ExpandMask(zero, 0, Span<uint32_t>(again)).ok());
+  EXPECT_TRUE(std::equal(words, words + 8, again));
+  EXPECT_FALSE(std::equal(words, words + 8, other));
+  // A long vector is one stream: its first 8 words are the short one's.
+  std::vector<uint32_t> long_words(1000);
+  ASSERT_TRUE(ExpandMask(zero, 0, Span<uint32_t>(long_words)).ok());
+  EXPECT_TRUE(std::equal(words, words + 8, long_words.begin()));
+  // Adding and then subtracting a mask restores the vector.
+  std::vector<uint32_t> v(1000, 7);
+  MaskSeed seed;
+  seed.bytes[0] = 1;
+  ASSERT_TRUE(ApplyMask(seed, 3, MaskSign::kAdd, Span<uint32_t>(v)).ok());
+  EXPECT_NE(v[500], 7u);
+  ASSERT_TRUE(ApplyMask(seed, 3, MaskSign::kSubtract, Span<uint32_t>(v)).ok());
+  EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](uint32_t x) { return x == 7; }));
+}
+
+// One round of the masking arithmetic (seeds given, the key agreement and
+// the Shamir sharing of b_u and s_v aside): 12 devices, each pair with a
+// seed, each device a self seed; for 0, 1 and 4 of them dropping after
+// masking, the server's unmasking of the reporters' sum gives their inputs'
+// sum; and a masked vector is uniform whatever the input (its top byte
+// over 1,000 words, chi-square with 255 degrees of freedom below 377).
+TEST(SecaggMaskTest, MasksCancelAndTheServerRemovesWhatDroppedPeersLeft) {
+  constexpr uint32_t kN = 12;
+  constexpr size_t kL = 1000;
+  const FixedPoint code{4.0f, 4096.0f};
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  auto random_seed = [&] {
+    MaskSeed s;
+    for (uint8_t& b : s.bytes) b = static_cast<uint8_t>(rng());
+    return s;
+  };
+  std::vector<MaskSeed> self(kN);
+  for (MaskSeed& s : self) s = random_seed();
+  std::vector<std::vector<MaskSeed>> pair(kN, std::vector<MaskSeed>(kN));
+  for (uint32_t a = 0; a < kN; ++a) {
+    for (uint32_t b = a + 1; b < kN; ++b) pair[a][b] = pair[b][a] = random_seed();
+  }
+  std::vector<std::vector<float>> x(kN, std::vector<float>(kL));
+  std::vector<std::vector<uint32_t>> masked(kN, std::vector<uint32_t>(kL));
+  constexpr uint64_t kRound = 42;
+  for (uint32_t a = 0; a < kN; ++a) {
+    for (float& v : x[a]) v = u(rng);
+    ASSERT_TRUE(EncodeFixedPoint(code, Span<const float>(x[a]), Span<uint32_t>(masked[a])).ok());
+    ASSERT_TRUE(ApplyMask(self[a], kRound, MaskSign::kAdd, Span<uint32_t>(masked[a])).ok());
+    for (uint32_t b = 0; b < kN; ++b) {
+      if (b == a) continue;
+      ASSERT_TRUE(ApplyMask(pair[a][b], kRound, PairSign(a, b), Span<uint32_t>(masked[a])).ok());
+    }
+  }
+  for (const std::vector<uint32_t>& dropped : {std::vector<uint32_t>{}, std::vector<uint32_t>{5},
+                                              std::vector<uint32_t>{0, 3, 7, 11}}) {
+    auto gone = [&](uint32_t d) { return std::find(dropped.begin(), dropped.end(), d) != dropped.end(); };
+    std::vector<uint32_t> sum(kL, 0);
+    std::vector<double> want(kL, 0.0);
+    for (uint32_t a = 0; a < kN; ++a) {
+      if (gone(a)) continue;
+      for (size_t i = 0; i < kL; ++i) {
+        sum[i] += masked[a][i];
+        want[i] += x[a][i];
+      }
+      // The server, with b_a and the dropped peers' pair seeds recovered.
+      ASSERT_TRUE(ApplyMask(self[a], kRound, MaskSign::kSubtract, Span<uint32_t>(sum)).ok());
+      for (uint32_t d : dropped) {
+        const MaskSign undo = PairSign(a, d) == MaskSign::kAdd ? MaskSign::kSubtract : MaskSign::kAdd;
+        ASSERT_TRUE(ApplyMask(pair[a][d], kRound, undo, Span<uint32_t>(sum)).ok());
+      }
+    }
+    std::vector<float> got(kL);
+    ASSERT_TRUE(DecodeFixedPointSum(code, Span<const uint32_t>(sum), Span<float>(got)).ok());
+    for (size_t i = 0; i < kL; ++i) {
+      ASSERT_NEAR(got[i], want[i], kN / (2.0 * code.scale) + 1e-3) << dropped.size() << " dropped, word " << i;
+    }
+  }
+  // A masked zero vector looks uniform.
+  std::vector<uint32_t> zero(kL, 0);
+  ASSERT_TRUE(ApplyMask(self[0], kRound, MaskSign::kAdd, Span<uint32_t>(zero)).ok());
+  std::vector<double> cells(256, 0.0);
+  for (uint32_t w : zero) cells[w >> 24] += 1;
+  double chi = 0;
+  for (double c : cells) chi += (c - kL / 256.0) * (c - kL / 256.0) / (kL / 256.0);
+  EXPECT_LT(chi, 377.0);
 }
 
 }  // namespace
