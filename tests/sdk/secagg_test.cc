@@ -13,10 +13,12 @@
 #include <random>
 #include <vector>
 
+#include "nodefl/crypto/rng.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/secagg/field.h"
 #include "nodefl/secagg/fixed_point.h"
 #include "nodefl/secagg/masks.h"
+#include "nodefl/secagg/round_keys.h"
 #include "nodefl/secagg/shamir.h"
 
 namespace nodefl::secagg {
@@ -320,6 +322,144 @@ TEST(SecaggMaskTest, MasksCancelAndTheServerRemovesWhatDroppedPeersLeft) {
   double chi = 0;
   for (double c : cells) chi += (c - kL / 256.0) * (c - kL / 256.0) / (kL / 256.0);
   EXPECT_LT(chi, 377.0);
+}
+
+TEST(SecaggRoundKeysTest, BothEndsAndTheServerDeriveThePairSeedAlike) {
+  Drbg random;
+  ASSERT_TRUE(random.SeedDeterministic(31).ok());
+  RoundKeyPair a, b, c;
+  ASSERT_TRUE(a.Generate(&crypto::DrbgRandom, &random).ok());
+  ASSERT_TRUE(b.Generate(&crypto::DrbgRandom, &random).ok());
+  ASSERT_TRUE(c.Generate(&crypto::DrbgRandom, &random).ok());
+  MaskSeed ab, ba, ab_next, ac;
+  ASSERT_TRUE(PairMaskSeed(a, 3, b.public_key(), 9, 1, &crypto::DrbgRandom, &random, &ab).ok());
+  ASSERT_TRUE(PairMaskSeed(b, 9, a.public_key(), 3, 1, &crypto::DrbgRandom, &random, &ba).ok());
+  EXPECT_TRUE(std::equal(ab.bytes, ab.bytes + kSeedBytes, ba.bytes));
+  ASSERT_TRUE(PairMaskSeed(a, 3, b.public_key(), 9, 2, &crypto::DrbgRandom, &random, &ab_next).ok());
+  ASSERT_TRUE(PairMaskSeed(a, 3, c.public_key(), 9, 1, &crypto::DrbgRandom, &random, &ac).ok());
+  EXPECT_FALSE(std::equal(ab.bytes, ab.bytes + kSeedBytes, ab_next.bytes));  // another round
+  EXPECT_FALSE(std::equal(ab.bytes, ab.bytes + kSeedBytes, ac.bytes));       // another key
+  // The server, from b's secret as reconstructed: the same public key and seed.
+  RoundKeyPair rebuilt;
+  ASSERT_TRUE(rebuilt.FromSecret(b.secret()).ok());
+  EXPECT_TRUE(std::equal(rebuilt.public_key().begin(), rebuilt.public_key().end(), b.public_key().begin()));
+  MaskSeed server;
+  ASSERT_TRUE(PairMaskSeed(rebuilt, 9, a.public_key(), 3, 1, &crypto::DrbgRandom, &random, &server).ok());
+  EXPECT_TRUE(std::equal(ab.bytes, ab.bytes + kSeedBytes, server.bytes));
+  // Refusals: a point off the curve, a truncated key, equal ids, a zero secret.
+  std::vector<uint8_t> off(b.public_key().begin(), b.public_key().end());
+  off[40] ^= 1;
+  EXPECT_EQ(PairMaskSeed(a, 3, ConstByteSpan(off), 9, 1, &crypto::DrbgRandom, &random, &server).code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_EQ(PairMaskSeed(a, 3, b.public_key().subspan(1), 9, 1, &crypto::DrbgRandom, &random, &server).code(),
+            StatusCode::kUnauthenticated);
+  EXPECT_FALSE(PairMaskSeed(a, 3, b.public_key(), 3, 1, &crypto::DrbgRandom, &random, &server).ok());
+  const std::vector<uint8_t> zero(kRoundSecretBytes, 0);
+  EXPECT_FALSE(rebuilt.FromSecret(ConstByteSpan(zero)).ok());
+  EXPECT_FALSE(rebuilt.valid());
+}
+
+// One dropout-robust round end to end in one process (Bonawitz et al.,
+// CCS'17, without the transport): 8 devices with round keys and self
+// seeds, both Shamir-shared 5-of-8 among the devices; inputs masked; some
+// devices vanish after masking; the server reconstructs the reporters'
+// self seeds and the vanished devices' round secrets from the survivors'
+// shares, removes exactly those masks, and gets the reporters' sum. With
+// fewer than 5 survivors the reconstruction is refused: nothing unmasked.
+TEST(SecaggRoundTest, TheSumOfTheReportersSurvivesDropoutsAndTooFewSurvivorsAbort) {
+  constexpr uint32_t kN = 8, kT = 5;
+  constexpr size_t kL = 256;
+  constexpr uint64_t kRound = 7;
+  const FixedPoint code{2.0f, 8192.0f};
+  Drbg random;
+  ASSERT_TRUE(random.SeedDeterministic(41).ok());
+  std::mt19937_64 rng(43);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<uint64_t> xs(kN);
+  for (uint32_t d = 0; d < kN; ++d) xs[d] = d + 1;
+  std::vector<RoundKeyPair> keys(kN);
+  std::vector<MaskSeed> self(kN);
+  // shares[d][h]: holder h's share of device d's secret key (and of b_d).
+  std::vector<std::vector<Share>> key_shares(kN, std::vector<Share>(kN)), self_shares(kN, std::vector<Share>(kN));
+  for (uint32_t d = 0; d < kN; ++d) {
+    ASSERT_TRUE(keys[d].Generate(&crypto::DrbgRandom, &random).ok());
+    ASSERT_TRUE(random.Fill(Span<uint8_t>(self[d].bytes, kSeedBytes)).ok());
+    ASSERT_TRUE(ShareSecret(keys[d].secret(), kT, Span<const uint64_t>(xs), random, Span<Share>(key_shares[d])).ok());
+    ASSERT_TRUE(ShareSecret(ConstByteSpan(self[d].bytes, kSeedBytes), kT, Span<const uint64_t>(xs), random,
+                            Span<Share>(self_shares[d]))
+                    .ok());
+  }
+  std::vector<std::vector<float>> x(kN, std::vector<float>(kL));
+  std::vector<std::vector<uint32_t>> masked(kN, std::vector<uint32_t>(kL));
+  for (uint32_t d = 0; d < kN; ++d) {
+    for (float& v : x[d]) v = u(rng);
+    ASSERT_TRUE(EncodeFixedPoint(code, Span<const float>(x[d]), Span<uint32_t>(masked[d])).ok());
+    ASSERT_TRUE(ApplyMask(self[d], kRound, MaskSign::kAdd, Span<uint32_t>(masked[d])).ok());
+    for (uint32_t p = 0; p < kN; ++p) {
+      if (p == d) continue;
+      MaskSeed s;
+      ASSERT_TRUE(PairMaskSeed(keys[d], d, keys[p].public_key(), p, kRound, &crypto::DrbgRandom, &random, &s).ok());
+      ASSERT_TRUE(ApplyMask(s, kRound, PairSign(d, p), Span<uint32_t>(masked[d])).ok());
+    }
+  }
+  for (const std::vector<uint32_t>& dropped :
+       {std::vector<uint32_t>{}, std::vector<uint32_t>{6}, std::vector<uint32_t>{1, 4, 6}, std::vector<uint32_t>{0, 2, 4, 6}}) {
+    auto gone = [&](uint32_t d) { return std::find(dropped.begin(), dropped.end(), d) != dropped.end(); };
+    std::vector<uint32_t> survivors;
+    for (uint32_t d = 0; d < kN; ++d) {
+      if (!gone(d)) survivors.push_back(d);
+    }
+    // Survivors' shares of device d's secret (the server asks each survivor
+    // for one of the two, never both).
+    auto gather = [&](const std::vector<std::vector<Share>>& shares, uint32_t d) {
+      std::vector<Share> out;
+      for (uint32_t h : survivors) out.push_back(shares[d][h]);
+      return out;
+    };
+    std::vector<uint32_t> sum(kL, 0);
+    std::vector<double> want(kL, 0.0);
+    bool aborted = false;
+    for (uint32_t d : survivors) {
+      for (size_t i = 0; i < kL; ++i) {
+        sum[i] += masked[d][i];
+        want[i] += x[d][i];
+      }
+      MaskSeed b;
+      const std::vector<Share> held = gather(self_shares, d);
+      if (!ReconstructSecret(Span<const Share>(held), kT, ByteSpan(b.bytes, kSeedBytes)).ok()) {
+        aborted = true;
+        break;
+      }
+      ASSERT_TRUE(ApplyMask(b, kRound, MaskSign::kSubtract, Span<uint32_t>(sum)).ok());
+    }
+    for (uint32_t v : dropped) {
+      if (aborted) break;
+      uint8_t secret[kRoundSecretBytes];
+      const std::vector<Share> held = gather(key_shares, v);
+      if (!ReconstructSecret(Span<const Share>(held), kT, ByteSpan(secret)).ok()) {
+        aborted = true;
+        break;
+      }
+      RoundKeyPair rebuilt;
+      ASSERT_TRUE(rebuilt.FromSecret(ConstByteSpan(secret)).ok());
+      for (uint32_t d : survivors) {
+        MaskSeed s;
+        ASSERT_TRUE(PairMaskSeed(rebuilt, v, keys[d].public_key(), d, kRound, &crypto::DrbgRandom, &random, &s).ok());
+        const MaskSign undo = PairSign(d, v) == MaskSign::kAdd ? MaskSign::kSubtract : MaskSign::kAdd;
+        ASSERT_TRUE(ApplyMask(s, kRound, undo, Span<uint32_t>(sum)).ok());
+      }
+    }
+    if (survivors.size() < kT) {
+      EXPECT_TRUE(aborted) << "only " << survivors.size() << " survivors";
+      continue;
+    }
+    ASSERT_FALSE(aborted) << dropped.size() << " dropped";
+    std::vector<float> got(kL);
+    ASSERT_TRUE(DecodeFixedPointSum(code, Span<const uint32_t>(sum), Span<float>(got)).ok());
+    for (size_t i = 0; i < kL; ++i) {
+      ASSERT_NEAR(got[i], want[i], kN / (2.0 * code.scale) + 1e-3) << dropped.size() << " dropped, word " << i;
+    }
+  }
 }
 
 }  // namespace
