@@ -1,0 +1,84 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+#include "nodefl/server/secagg/unmask.h"
+
+#include <algorithm>
+
+#include "nodefl/crypto/rng.h"
+#include "nodefl/secagg/masks.h"
+
+namespace nodefl::server::secagg {
+namespace sa = nodefl::secagg;
+
+namespace {
+
+RoundResult Abort(std::string why) {
+  RoundResult r;
+  r.error = std::move(why);
+  return r;
+}
+
+bool Has(const std::vector<uint32_t>& list, uint32_t id) { return std::find(list.begin(), list.end(), id) != list.end(); }
+
+}  // namespace
+
+RoundResult Unmask(const RoundView& view, Drbg& random) {
+  if (view.threshold == 0 || view.length == 0) return Abort("threshold and length must be positive");
+  RoundResult r;
+  for (const auto& [id, key] : view.public_keys) {
+    (view.masked.count(id) != 0 ? r.included : r.dropped).push_back(id);
+  }
+  for (const auto& [id, vector] : view.masked) {
+    if (view.public_keys.count(id) == 0) return Abort("device " + std::to_string(id) + " reported without a key");
+    if (vector.size() != view.length) return Abort("device " + std::to_string(id) + " sent a vector of another length");
+  }
+  std::vector<uint32_t> sum(view.length, 0);
+  for (uint32_t u : r.included) {
+    const std::vector<uint32_t>& y = view.masked.at(u);
+    for (size_t i = 0; i < view.length; ++i) sum[i] += y[i];
+    // Its self mask, from the survivors' shares of b_u.
+    const auto shares = view.self_seed_shares.find(u);
+    sa::MaskSeed b;
+    if (shares == view.self_seed_shares.end() ||
+        !sa::ReconstructSecret(Span<const sa::Share>(shares->second), view.threshold, ByteSpan(b.bytes, sa::kSeedBytes))
+             .ok()) {
+      return Abort("the self seed of device " + std::to_string(u) + " cannot be reconstructed (fewer than " +
+                   std::to_string(view.threshold) + " valid shares)");
+    }
+    if (!sa::ApplyMask(b, view.round, sa::MaskSign::kSubtract, Span<uint32_t>(sum)).ok()) return Abort("mask stream");
+  }
+  for (uint32_t v : r.dropped) {
+    const auto shares = view.secret_shares.find(v);
+    uint8_t secret[sa::kRoundSecretBytes];
+    sa::RoundKeyPair rebuilt;
+    if (shares == view.secret_shares.end() ||
+        !sa::ReconstructSecret(Span<const sa::Share>(shares->second), view.threshold, ByteSpan(secret)).ok() ||
+        !rebuilt.FromSecret(ConstByteSpan(secret)).ok()) {
+      return Abort("the round secret of dropped device " + std::to_string(v) + " cannot be reconstructed");
+    }
+    // The secret must be the one whose public key v announced.
+    const std::vector<uint8_t>& announced = view.public_keys.at(v);
+    if (!std::equal(announced.begin(), announced.end(), rebuilt.public_key().begin(), rebuilt.public_key().end())) {
+      return Abort("the shares of dropped device " + std::to_string(v) + " do not open its announced key");
+    }
+    const auto peers = view.peers.find(v);
+    if (peers == view.peers.end()) continue;  // it masked with nobody
+    for (uint32_t u : peers->second) {
+      if (!Has(r.included, u)) continue;  // both gone: their masks never reached the sum
+      sa::MaskSeed s;
+      const std::vector<uint8_t>& key = view.public_keys.at(u);
+      if (!sa::PairMaskSeed(rebuilt, v, ConstByteSpan(key.data(), key.size()), u, view.round, &crypto::DrbgRandom,
+                            &random, &s)
+               .ok()) {
+        return Abort("pair seed of devices " + std::to_string(u) + " and " + std::to_string(v));
+      }
+      // u added sign(u, v) PRG(s_uv): take it away.
+      const sa::MaskSign undo =
+          sa::PairSign(u, v) == sa::MaskSign::kAdd ? sa::MaskSign::kSubtract : sa::MaskSign::kAdd;
+      if (!sa::ApplyMask(s, view.round, undo, Span<uint32_t>(sum)).ok()) return Abort("mask stream");
+    }
+  }
+  r.sum = std::move(sum);
+  return r;
+}
+
+}  // namespace nodefl::server::secagg
