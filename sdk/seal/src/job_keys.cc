@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+#include "nodefl/crypto/ec_scratch.h"
+
 namespace nodefl::seal {
 namespace {
 
@@ -20,30 +22,7 @@ void StoreLe(uint64_t v, size_t bytes, uint8_t* out) {
   for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
-// The MbedTLS objects of one key generation or ECDH; freeing them zeroes
-// their limbs (mbedtls_mpi_free wipes before releasing).
-class EcScratch {
- public:
-  EcScratch() {
-    mbedtls_ecp_group_init(&group);
-    mbedtls_ecp_point_init(&point);
-    mbedtls_mpi_init(&scalar);
-    mbedtls_mpi_init(&shared);
-  }
-  ~EcScratch() {
-    mbedtls_mpi_free(&shared);
-    mbedtls_mpi_free(&scalar);
-    mbedtls_ecp_point_free(&point);
-    mbedtls_ecp_group_free(&group);
-  }
-  EcScratch(const EcScratch&) = delete;
-  EcScratch& operator=(const EcScratch&) = delete;
-
-  mbedtls_ecp_group group;
-  mbedtls_ecp_point point;
-  mbedtls_mpi scalar;
-  mbedtls_mpi shared;
-};
+using crypto::EcScratch;
 
 }  // namespace
 

@@ -4,11 +4,12 @@
 #include <mbedtls/ecdh.h>
 #include <mbedtls/ecp.h>
 #include <mbedtls/platform_util.h>
-#include <mbedtls/sha256.h>
 
 #include <cstring>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/crypto/ec_scratch.h"
+#include "nodefl/crypto/sha256.h"
 
 namespace nodefl::secagg {
 namespace {
@@ -16,29 +17,7 @@ namespace {
 constexpr char kLabel[] = "nodefl secagg pair seed v1";
 constexpr size_t kLabelBytes = sizeof(kLabel) - 1;
 
-// The MbedTLS objects of one operation; freeing them wipes their limbs.
-class EcScratch {
- public:
-  EcScratch() {
-    mbedtls_ecp_group_init(&group);
-    mbedtls_ecp_point_init(&point);
-    mbedtls_mpi_init(&scalar);
-    mbedtls_mpi_init(&shared);
-  }
-  ~EcScratch() {
-    mbedtls_mpi_free(&shared);
-    mbedtls_mpi_free(&scalar);
-    mbedtls_ecp_point_free(&point);
-    mbedtls_ecp_group_free(&group);
-  }
-  EcScratch(const EcScratch&) = delete;
-  EcScratch& operator=(const EcScratch&) = delete;
-
-  mbedtls_ecp_group group;
-  mbedtls_ecp_point point;
-  mbedtls_mpi scalar;
-  mbedtls_mpi shared;
-};
+using crypto::EcScratch;
 
 }  // namespace
 
@@ -111,9 +90,17 @@ Status PairMaskSeed(const RoundKeyPair& own, uint32_t own_id, ConstByteSpan peer
   Status status = Status::Ok();
   if (mbedtls_mpi_read_binary(&s.scalar, secret.data(), secret.size()) != 0 ||
       mbedtls_ecdh_compute_shared(&s.group, &s.shared, &s.point, &s.scalar, random, random_context) != 0 ||
-      mbedtls_mpi_write_binary(&s.shared, input + kLabelBytes + 16, kRoundSecretBytes) != 0 ||
-      mbedtls_sha256_ret(input, sizeof(input), out->bytes, /*is224=*/0) != 0) {
+      mbedtls_mpi_write_binary(&s.shared, input + kLabelBytes + 16, kRoundSecretBytes) != 0) {
     status = Status::Internal();
+  }
+  if (status.ok()) {
+    mbedtls_sha256_context sha;
+    mbedtls_sha256_init(&sha);
+    if (crypto::sha256::Starts(&sha) != 0 || crypto::sha256::Update(&sha, input, sizeof(input)) != 0 ||
+        crypto::sha256::Finish(&sha, out->bytes) != 0) {
+      status = Status::Internal();
+    }
+    mbedtls_sha256_free(&sha);
   }
   mbedtls_platform_zeroize(input, sizeof(input));
   return status;
