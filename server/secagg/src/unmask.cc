@@ -31,10 +31,15 @@ RoundResult Unmask(const RoundView& view, Drbg& random) {
     if (view.public_keys.count(id) == 0) return Abort("device " + std::to_string(id) + " reported without a key");
     if (vector.size() != view.length) return Abort("device " + std::to_string(id) + " sent a vector of another length");
   }
+  if (view.paper && !r.dropped.empty()) {
+    return Abort("paper mode (kCAGC Protocol 4) has no dropout recovery: device " + std::to_string(r.dropped[0]) +
+                 " masked and did not report");
+  }
   std::vector<uint32_t> sum(view.length, 0);
   for (uint32_t u : r.included) {
     const std::vector<uint32_t>& y = view.masked.at(u);
     for (size_t i = 0; i < view.length; ++i) sum[i] += y[i];
+    if (view.paper) continue;  // no self mask
     // Its self mask, from the survivors' shares of b_u.
     const auto shares = view.self_seed_shares.find(u);
     sa::MaskSeed b;

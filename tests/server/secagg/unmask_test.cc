@@ -194,5 +194,34 @@ TEST(SecaggUnmaskTest, TooFewHoldersBadSharesAndBadVectorsAbortTheRound) {
   EXPECT_TRUE(Unmask(v, random).ok());
 }
 
+// kCAGC Protocol 4 as written: pair masks only; the sum comes out when
+// everyone reports, and a single missing device aborts the round.
+TEST(SecaggUnmaskTest, PaperModeSumsPairMasksOnlyAndRefusesDropouts) {
+  Fleet f = MakeFleet(13);
+  Drbg random;
+  ASSERT_TRUE(random.SeedDeterministic(14).ok());
+  // The paper's devices add no self mask: take it back out of the fleet's.
+  for (uint32_t d = 0; d < kN; ++d) {
+    ASSERT_TRUE(sa::ApplyMask(f.self[d], kRound, sa::MaskSign::kSubtract, Span<uint32_t>(f.masked[d])).ok());
+  }
+  RoundView v = ViewOf(f, {});
+  v.paper = true;
+  v.self_seed_shares.clear();
+  const RoundResult r = Unmask(v, random);
+  ASSERT_TRUE(r.ok()) << r.error;
+  std::vector<float> got(kL);
+  ASSERT_TRUE(sa::DecodeFixedPointSum(kCode, Span<const uint32_t>(r.sum), Span<float>(got)).ok());
+  for (size_t i = 0; i < kL; ++i) {
+    double want = 0;
+    for (uint32_t d = 0; d < kN; ++d) want += f.x[d][i];
+    ASSERT_NEAR(got[i], want, kN / (2.0 * kCode.scale) + 1e-3) << i;
+  }
+  RoundView one_gone = ViewOf(f, {4});
+  one_gone.paper = true;
+  const RoundResult refused = Unmask(one_gone, random);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.error.find("no dropout recovery"), std::string::npos) << refused.error;
+}
+
 }  // namespace
 }  // namespace nodefl::server::secagg

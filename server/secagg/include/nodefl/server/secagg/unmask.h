@@ -29,6 +29,10 @@
 namespace nodefl::server::secagg {
 
 struct RoundView {
+  // kCAGC Protocol 4 as written (paper mode): pair masks only, no self
+  // masks and no shares, so nobody may drop: a round with a device that
+  // masked and did not report aborts (its pair masks cannot be removed).
+  bool paper = false;
   uint64_t round = 0;
   uint32_t threshold = 0;  // shares needed per secret
   size_t length = 0;       // words per vector
