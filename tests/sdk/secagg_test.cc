@@ -304,7 +304,7 @@ TEST(SecaggMaskTest, MasksCancelAndTheServerRemovesWhatDroppedPeersLeft) {
       // The server, with b_a and the dropped peers' pair seeds recovered.
       ASSERT_TRUE(ApplyMask(self[a], kRound, MaskSign::kSubtract, Span<uint32_t>(sum)).ok());
       for (uint32_t d : dropped) {
-        const MaskSign undo = PairSign(a, d) == MaskSign::kAdd ? MaskSign::kSubtract : MaskSign::kAdd;
+        const MaskSign undo = Opposite(PairSign(a, d));
         ASSERT_TRUE(ApplyMask(pair[a][d], kRound, undo, Span<uint32_t>(sum)).ok());
       }
     }
@@ -445,7 +445,7 @@ TEST(SecaggRoundTest, TheSumOfTheReportersSurvivesDropoutsAndTooFewSurvivorsAbor
       for (uint32_t d : survivors) {
         MaskSeed s;
         ASSERT_TRUE(PairMaskSeed(rebuilt, v, keys[d].public_key(), d, kRound, &crypto::DrbgRandom, &random, &s).ok());
-        const MaskSign undo = PairSign(d, v) == MaskSign::kAdd ? MaskSign::kSubtract : MaskSign::kAdd;
+        const MaskSign undo = Opposite(PairSign(d, v));
         ASSERT_TRUE(ApplyMask(s, kRound, undo, Span<uint32_t>(sum)).ok());
       }
     }

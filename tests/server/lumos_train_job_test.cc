@@ -420,6 +420,17 @@ TEST(LumosTrainJobTest, ABadShapeFinishesWithAnError) {
   EXPECT_FALSE(job.summary().error.empty());
 }
 
+// A valid server configuration of the lumos-trees plan (training off).
+ServerConfig LumosTreesConfig() {
+  ServerConfig config = DefaultServerConfigWithJobs();
+  config.tls_ca_cert = "ca.crt";
+  config.tls_server_cert = "server.crt";
+  config.tls_server_key = "server.key";
+  config.credentials_dir = "creds";
+  config.job = "lumos-trees";
+  return config;
+}
+
 // With a projection the devices are told its width and seed, and the
 // model's first layer is sized for the projection, not the features.
 TEST(LumosTrainJobTest, AProjectionSizesTheModelAndReachesTheDevices) {
@@ -442,12 +453,7 @@ TEST(LumosTrainJobTest, AProjectionSizesTheModelAndReachesTheDevices) {
 }
 
 TEST(LumosTrainPlan, TrainingIsAnOptionalThirdStageThatNeedsTheDatasetsDimensions) {
-  ServerConfig config = DefaultServerConfigWithJobs();
-  config.tls_ca_cert = "ca.crt";
-  config.tls_server_cert = "server.crt";
-  config.tls_server_key = "server.key";
-  config.credentials_dir = "creds";
-  config.job = "lumos-trees";
+  ServerConfig config = LumosTreesConfig();
   EXPECT_TRUE(ValidateConfig(config).ok) << ValidateConfig(config).message;
   EXPECT_EQ(JobStages(config), (std::vector<std::string>{"secure-compare", "lumos-trim"}));
   ASSERT_TRUE(SetConfigValue(config, "lumos_train", "node").ok);
@@ -750,12 +756,7 @@ TEST(LumosTrainJobLinkTest, ANodeJobRefusesLinkScores) {
 }
 
 TEST(LumosTrainPlan, LinkTrainingNeedsFeaturesNotClassesAndBoundsThePartners) {
-  ServerConfig config = DefaultServerConfigWithJobs();
-  config.tls_ca_cert = "ca.crt";
-  config.tls_server_cert = "server.crt";
-  config.tls_server_key = "server.key";
-  config.credentials_dir = "creds";
-  config.job = "lumos-trees";
+  ServerConfig config = LumosTreesConfig();
   ASSERT_TRUE(SetConfigValue(config, "lumos_train", "link").ok);
   ConfigStatus status = ValidateConfig(config);
   EXPECT_NE(status.message.find("lumos_features: required with lumos_train=link"), std::string::npos)

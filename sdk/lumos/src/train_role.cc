@@ -524,17 +524,9 @@ void LumosTrainRole::TryLinkLoss() {
       if (!peer.partner && peer.link_use != 0) score(peer, peer.link_use == 1 ? kScoreValidationEdge : kScoreTestEdge);
       if (peer.partner && peer.link_use == 1) score(peer, kScoreNegative);
       if (!epoch_train_ || !have_pool || !(pass == 0 ? positive : negative)) continue;
-      // Positives first, then negatives, in loss_rows_ (the negatives'
-      // rows are shifted past the positives below).
-      peer.loss_row = 1 + (pass == 0 ? positives++ : negatives++);
-    }
-  }
-  for (TrainPeer& peer : partners) {
-    if (peer.loss_row != 0) peer.loss_row += positives;
-  }
-  for (Span<TrainPeer> group : {peers_, partners}) {
-    for (const TrainPeer& peer : group) {
-      if (peer.loss_row == 0) continue;
+      // Positives, then negatives, in loss_rows_: the neighbours' pass comes
+      // first, so the positives are all counted when the partners come.
+      peer.loss_row = 1 + (pass == 0 ? positives++ : positives + negatives++);
       gnn::RowMap<float>(loss_rows_.data() + size_t{peer.loss_row - 1} * out, out) = row_of(peer);
     }
   }

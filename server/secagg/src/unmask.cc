@@ -77,9 +77,9 @@ RoundResult Unmask(const RoundView& view, Drbg& random) {
         return Abort("pair seed of devices " + std::to_string(u) + " and " + std::to_string(v));
       }
       // u added sign(u, v) PRG(s_uv): take it away.
-      const sa::MaskSign undo =
-          sa::PairSign(u, v) == sa::MaskSign::kAdd ? sa::MaskSign::kSubtract : sa::MaskSign::kAdd;
-      if (!sa::ApplyMask(s, view.round, undo, Span<uint32_t>(sum)).ok()) return Abort("mask stream");
+      if (!sa::ApplyMask(s, view.round, sa::Opposite(sa::PairSign(u, v)), Span<uint32_t>(sum)).ok()) {
+        return Abort("mask stream");
+      }
     }
   }
   r.sum = std::move(sum);

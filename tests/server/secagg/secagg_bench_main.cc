@@ -56,41 +56,54 @@ struct Device {
   std::vector<uint32_t> masked;
 };
 
-// Builds the fleet on the mask graph and masks every device's input;
-// returns the mean milliseconds per device of the masking step.
-double MaskFleet(std::vector<Device>& fleet, size_t length, uint32_t threshold, uint64_t round, nodefl::Drbg& random,
-                 std::vector<std::vector<float>>& inputs) {
+// Device `id` of `fleet` (keys drawn) shares its self seed and round
+// secret among its peers and masks `input`: the device's work in a round.
+bool MaskDevice(std::vector<Device>& fleet, uint32_t id, const std::vector<float>& input, uint32_t threshold,
+                uint64_t round, nodefl::Drbg& random) {
   const sa::FixedPoint code{1.0f, 4096.0f};
-  double total = 0;
-  for (Device& d : fleet) {
-    if (!d.keys.Generate(&nodefl::crypto::DrbgRandom, &random).ok()) return -1;
+  Device& d = fleet[id];
+  (void)random.Fill(Span<uint8_t>(d.self.bytes, sa::kSeedBytes));
+  std::vector<uint64_t> xs;
+  for (uint32_t p : d.peers) xs.push_back(p + 1);
+  d.self_shares.resize(xs.size());
+  d.key_shares.resize(xs.size());
+  if (!sa::ShareSecret(ConstByteSpan(d.self.bytes, sa::kSeedBytes), threshold, Span<const uint64_t>(xs), random,
+                       Span<sa::Share>(d.self_shares))
+           .ok() ||
+      !sa::ShareSecret(d.keys.secret(), threshold, Span<const uint64_t>(xs), random, Span<sa::Share>(d.key_shares))
+           .ok()) {
+    return false;
   }
-  for (uint32_t id = 0; id < fleet.size(); ++id) {
-    Device& d = fleet[id];
-    const auto started = Clock::now();
-    (void)random.Fill(Span<uint8_t>(d.self.bytes, sa::kSeedBytes));
-    std::vector<uint64_t> xs;
-    for (uint32_t p : d.peers) xs.push_back(p + 1);
-    d.self_shares.resize(xs.size());
-    d.key_shares.resize(xs.size());
-    if (!sa::ShareSecret(ConstByteSpan(d.self.bytes, sa::kSeedBytes), threshold, Span<const uint64_t>(xs), random,
-                         Span<sa::Share>(d.self_shares))
-             .ok() ||
-        !sa::ShareSecret(d.keys.secret(), threshold, Span<const uint64_t>(xs), random, Span<sa::Share>(d.key_shares))
+  d.masked.resize(input.size());
+  (void)sa::EncodeFixedPoint(code, Span<const float>(input), Span<uint32_t>(d.masked));
+  (void)sa::ApplyMask(d.self, round, sa::MaskSign::kAdd, Span<uint32_t>(d.masked));
+  for (uint32_t p : d.peers) {
+    sa::MaskSeed s;
+    if (!sa::PairMaskSeed(d.keys, id, fleet[p].keys.public_key(), p, round, &nodefl::crypto::DrbgRandom, &random, &s)
              .ok()) {
-      return -1;
+      return false;
     }
-    d.masked.resize(length);
-    (void)sa::EncodeFixedPoint(code, Span<const float>(inputs[id]), Span<uint32_t>(d.masked));
-    (void)sa::ApplyMask(d.self, round, sa::MaskSign::kAdd, Span<uint32_t>(d.masked));
-    for (uint32_t p : d.peers) {
-      sa::MaskSeed s;
-      if (!sa::PairMaskSeed(d.keys, id, fleet[p].keys.public_key(), p, round, &nodefl::crypto::DrbgRandom, &random, &s)
-               .ok()) {
-        return -1;
-      }
-      (void)sa::ApplyMask(s, round, sa::PairSign(id, p), Span<uint32_t>(d.masked));
-    }
+    (void)sa::ApplyMask(s, round, sa::PairSign(id, p), Span<uint32_t>(d.masked));
+  }
+  return true;
+}
+
+bool GenerateKeys(std::vector<Device>& fleet, nodefl::Drbg& random) {
+  for (Device& d : fleet) {
+    if (!d.keys.Generate(&nodefl::crypto::DrbgRandom, &random).ok()) return false;
+  }
+  return true;
+}
+
+// Masks every device's input; the mean milliseconds per device (-1 on a
+// failure).
+double MaskFleet(std::vector<Device>& fleet, uint32_t threshold, uint64_t round, nodefl::Drbg& random,
+                 const std::vector<std::vector<float>>& inputs) {
+  if (!GenerateKeys(fleet, random)) return -1;
+  double total = 0;
+  for (uint32_t id = 0; id < fleet.size(); ++id) {
+    const auto started = Clock::now();
+    if (!MaskDevice(fleet, id, inputs[id], threshold, round, random)) return -1;
     total += Ms(started);
   }
   return total / static_cast<double>(fleet.size());
@@ -176,7 +189,7 @@ int main(int argc, char** argv) {
         for (auto& x : inputs) {
           for (float& v : x) v = u(rng);
         }
-        device_ms = MaskFleet(fleet, length, t, 9, random, inputs);
+        device_ms = MaskFleet(fleet, t, 9, random, inputs);
         for (double rate : {0.0, 0.1}) {
           std::vector<uint32_t> ids(n);
           std::iota(ids.begin(), ids.end(), 0u);
@@ -209,27 +222,10 @@ int main(int argc, char** argv) {
         // One device's share of the work, on a graph of its k peers.
         std::vector<Device> fleet(k + 1);
         for (uint32_t p = 1; p <= k; ++p) fleet[0].peers.push_back(p);
-        for (Device& d : fleet) {
-          if (!d.keys.Generate(&nodefl::crypto::DrbgRandom, &random).ok()) return 1;
-        }
+        if (!GenerateKeys(fleet, random)) return 1;
+        const std::vector<float> input(length, 0.5f);
         const auto started = Clock::now();
-        Device& d = fleet[0];
-        std::vector<uint64_t> xs;
-        for (uint32_t p : d.peers) xs.push_back(p + 1);
-        d.self_shares.resize(xs.size());
-        d.key_shares.resize(xs.size());
-        (void)random.Fill(Span<uint8_t>(d.self.bytes, sa::kSeedBytes));
-        (void)sa::ShareSecret(ConstByteSpan(d.self.bytes, sa::kSeedBytes), t, Span<const uint64_t>(xs), random,
-                              Span<sa::Share>(d.self_shares));
-        (void)sa::ShareSecret(d.keys.secret(), t, Span<const uint64_t>(xs), random, Span<sa::Share>(d.key_shares));
-        d.masked.assign(length, 0);
-        (void)sa::ApplyMask(d.self, 9, sa::MaskSign::kAdd, Span<uint32_t>(d.masked));
-        for (uint32_t p : d.peers) {
-          sa::MaskSeed s;
-          (void)sa::PairMaskSeed(d.keys, 0, fleet[p].keys.public_key(), p, 9, &nodefl::crypto::DrbgRandom, &random,
-                                 &s);
-          (void)sa::ApplyMask(s, 9, sa::PairSign(0, p), Span<uint32_t>(d.masked));
-        }
+        if (!MaskDevice(fleet, 0, input, t, 9, random)) return 1;
         device_ms = Ms(started);
       }
       auto cell = [](double v) { return v < 0 ? std::string("-") : std::to_string(static_cast<long long>(v + 0.5)); };

@@ -42,5 +42,7 @@ enum class MaskSign : int8_t { kAdd = 1, kSubtract = -1 };
 // The sign of u's pair mask with v: + when u < v, - when u > v, so the two
 // cancel. Callers never pair a device with itself.
 inline MaskSign PairSign(uint32_t u, uint32_t v) { return u < v ? MaskSign::kAdd : MaskSign::kSubtract; }
+// The sign that takes a mask applied with `sign` back out.
+inline MaskSign Opposite(MaskSign sign) { return sign == MaskSign::kAdd ? MaskSign::kSubtract : MaskSign::kAdd; }
 
 }  // namespace nodefl::secagg
