@@ -81,7 +81,7 @@ void RunUntilDone(EmulatedFleet& f, const FleetPlan& plan) {
   f.io.restart();
   f.io.run_for(milliseconds(500));
   ASSERT_TRUE(ended) << "finished " << f.stats.finished << ", failed " << f.stats.failed << "\n" << server.LogText();
-  EXPECT_EQ(server.WaitForExit(plan.exit_wait), std::optional<int>(0)) << server.LogText();
+  EXPECT_EQ(server.WaitForExit(plan.exit_wait), std::optional<int>(plan.expected_exit)) << server.LogText();
 }
 
 }  // namespace

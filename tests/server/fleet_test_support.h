@@ -55,6 +55,7 @@ struct FleetPlan {
   size_t concurrent_connects = 16;  // the ConnectGate's width
   std::chrono::milliseconds timeout{60000};
   std::chrono::milliseconds exit_wait{1000};  // for the server's exit status
+  int expected_exit = 0;  // 1: the job is meant to end unsuccessful
   // A second thread also runs the devices (each on its own strand), for jobs
   // whose device work is most of the test's time.
   bool second_io_thread = false;

@@ -128,7 +128,8 @@ bool IsKnownJobKind(uint32_t kind) {
          kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_FEDWALK_HISTOGRAMS) ||
          kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_LUMOS_TRIM) ||
          kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_LUMOS_MCMC) ||
-         kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_LUMOS_TRAIN);
+         kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_LUMOS_TRAIN) ||
+         kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_SECURE_AGGREGATE);
 }
 
 Status CheckEnvelope(const nodefl_wire_Envelope& env) {

@@ -236,6 +236,25 @@ Status EmulatedDevice::Init() {
     train_role_->SetData(Span<const float>(setup_.features), setup_.label);
     NODEFL_TRY(session_->AddRole(*train_role_));
   }
+  if (fleet_.job == "secure-aggregate") {
+    // Memory for the widest aggregation the server may run (FleetSetup).
+    const uint32_t peers = fleet_.secagg_peers;
+    secagg_peers_.resize(peers);
+    secagg_shares_.resize(2 * size_t{peers});
+    secagg_points_.resize(peers);
+    secagg_vector_.resize(fleet_.secagg_length);
+    secagg_keys_.resize(peers);
+    secagg_held_.resize(std::min<uint32_t>(peers, 64));
+    secagg::SecureAggregateMemory memory;
+    memory.aggregation = secagg::AggregationMemory{
+        Span<secagg::AggregationPeer>(secagg_peers_), Span<secagg::Share>(secagg_shares_),
+        Span<uint64_t>(secagg_points_), Span<uint32_t>(secagg_vector_)};
+    memory.keys = Span<roles::KeyedPeer>(secagg_keys_);
+    memory.held = Span<secagg::HeldMessage>(secagg_held_);
+    secagg_role_ = std::make_unique<secagg::SecureAggregateRole>(setup_.id, memory, credentials_, drbg_);
+    if (fleet_.shared_pair_keys != nullptr) secagg_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
+    NODEFL_TRY(session_->AddRole(*secagg_role_));
+  }
   return Status::Ok();
 }
 
@@ -253,6 +272,7 @@ bool EmulatedDevice::finished() const {
   if (histogram_role_) return histogram_role_->finished();
   if (fleet_.job == "fedwalk") return walk_role_ && walk_role_->finished();
   if (fleet_.job == "secure-compare") return compare_role_ && compare_role_->finished();
+  if (fleet_.job == "secure-aggregate") return secagg_role_ && secagg_role_->finished();
   if (fleet_.job == "lumos-trees") {
     if (train_role_) return train_role_->finished();
     return (trim_role_ && trim_role_->finished()) || (mcmc_role_ && mcmc_role_->finished());
@@ -616,6 +636,22 @@ void EmulatedDevice::NoteProgress() {
     fleet_.stats->trim_messages.fetch_add(m.messages_sent - mcmc_reported_.messages_sent);
     fleet_.stats->trim_steps.fetch_add(m.moves - mcmc_reported_.moves);
     mcmc_reported_ = m;
+  }
+  if (secagg_role_) {
+    // Counters restart with each job the role begins.
+    const auto& c = secagg_role_->client().stats();
+    const uint32_t sealed = secagg_role_->stats().sealed_sent;
+    if (c.completed < secagg_reported_.completed || sealed < secagg_sealed_reported_) {
+      secagg_reported_ = {};
+      secagg_sealed_reported_ = 0;
+    }
+    fleet_.stats->secagg_completed.fetch_add(c.completed - secagg_reported_.completed);
+    fleet_.stats->secagg_bytes_to_server.fetch_add(c.bytes_to_server - secagg_reported_.bytes_to_server);
+    fleet_.stats->secagg_refused.fetch_add((c.records_refused + c.messages_refused) -
+                                           (secagg_reported_.records_refused + secagg_reported_.messages_refused));
+    fleet_.stats->secagg_sealed.fetch_add(sealed - secagg_sealed_reported_);
+    secagg_reported_ = c;
+    secagg_sealed_reported_ = sealed;
   }
   if (finished() && !counted_finished_) {
     if (hct_role_->finished()) fleet_.stats->hct_codebook_rows.fetch_add(h.codebook_rows_kept);

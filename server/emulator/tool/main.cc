@@ -28,6 +28,7 @@
 #include "nodefl/host/pki/device_bundle.h"
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/privacy/neighbour_cap.h"
+#include "nodefl/protocol/secagg/aggregation_format.h"
 #include "nodefl/host/net/process_limits.h"
 
 namespace {
@@ -61,6 +62,8 @@ struct Options {
   uint32_t train_hidden = 16;
   uint32_t train_out = 16;
   uint32_t train_partners = 8;
+  uint32_t secagg_peers = 64;
+  uint32_t secagg_length = 10000;
 };
 
 void PrintHelp() {
@@ -86,7 +89,9 @@ void PrintHelp() {
       "                           name), secure-compare (Lumos greedy initialisation by\n"
       "                           secure comparisons) or lumos-trees (greedy, then trimming:\n"
       "                           the exact method or the paper's MCMC, as the server's\n"
-      "                           lumos_method says; docs/lumos.md)\n"
+      "                           lumos_method says; docs/lumos.md), or secure-aggregate\n"
+      "                           (secure aggregation of synthetic vectors, checked by the\n"
+      "                           server; docs/secure-aggregation.md)\n"
       "  --fedwalk-mode M         fedwalk: the server's fedwalk_mode: strict (default; the\n"
       "                           devices upload noised cluster histograms, the server walks)\n"
       "                           or paper (tree, then device-to-device walks; implies\n"
@@ -104,6 +109,11 @@ void PrintHelp() {
       "                           features.tsv and labels.tsv\n"
       "  --train-partners N       link prediction: partners each device has room for (default\n"
       "                           8; the server's lumos_negatives + lumos_eval_negatives)\n"
+      "  --secagg-peers N         secure-aggregate: mask peers each device has room for\n"
+      "                           (default 64; at least the server's secagg_peers, or n - 1\n"
+      "                           for the full graph)\n"
+      "  --secagg-length N        secure-aggregate: the longest vector a device has room for\n"
+      "                           (default 10000; at least the server's secagg_length)\n"
       "  --train-hidden N, --train-out N  widths the devices make room for (default 16; the\n"
       "                           server's lumos model must not be wider)\n"
       "  --keep-tree              fedwalk-hct: every device also keeps the published tree\n"
@@ -233,10 +243,11 @@ std::optional<Options> Parse(int argc, char** argv) {
     } else if (arg == "--job") {
       o.job = v;
       if (o.job != "neighbour-echo" && o.job != "fedwalk-hct" && o.job != "fedwalk" &&
-          o.job != "fedwalk-histograms" && o.job != "secure-compare" && o.job != "lumos-trees") {
+          o.job != "fedwalk-histograms" && o.job != "secure-compare" && o.job != "lumos-trees" &&
+          o.job != "secure-aggregate") {
         std::fprintf(stderr,
                      "nodefl-emulate: --job is neighbour-echo, fedwalk-hct, fedwalk, fedwalk-histograms, "
-                     "secure-compare or lumos-trees, not '%s'\n",
+                     "secure-compare, lumos-trees or secure-aggregate, not '%s'\n",
                      v);
         return std::nullopt;
       }
@@ -246,6 +257,14 @@ std::optional<Options> Parse(int argc, char** argv) {
         std::fprintf(stderr, "nodefl-emulate: --fedwalk-mode is strict or paper, not '%s'\n", v);
         return std::nullopt;
       }
+    } else if (arg == "--secagg-peers") {
+      auto n = count(nodefl::secagg::kMaxAggPeers);
+      if (!n) return std::nullopt;
+      o.secagg_peers = static_cast<uint32_t>(*n);
+    } else if (arg == "--secagg-length") {
+      auto n = count(nodefl::secagg::kMaxAggLength);
+      if (!n) return std::nullopt;
+      o.secagg_length = static_cast<uint32_t>(*n);
     } else if (arg == "--train-partners") {
       const auto n = count(512);
       if (!n) return std::nullopt;
@@ -376,6 +395,8 @@ int main(int argc, char** argv) {
   fleet.train_hidden = opt->train_hidden;
   fleet.train_out = opt->train_out;
   fleet.train_partners = opt->train_partners;
+  fleet.secagg_peers = opt->secagg_peers;
+  fleet.secagg_length = opt->secagg_length;
   fleet.train_features = g.num_feature_dims;
   fleet.train_classes = g.num_label_classes;
   nodefl::emulator::SharedPairKeys shared_pair_keys;
@@ -466,6 +487,16 @@ int main(int argc, char** argv) {
                        static_cast<unsigned long long>(stats.trim_bound.load()),
                        static_cast<unsigned long long>(stats.trim_steps.load()),
                        static_cast<unsigned long long>(stats.trim_messages.load()),
+                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
+        } else if (opt->job == "secure-aggregate") {
+          std::fprintf(stderr,
+                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, aggregation parts done "
+                       "%llu, peer messages %llu, finished %llu, failed %llu\n",
+                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                       static_cast<unsigned long long>(stats.connecting.load()),
+                       static_cast<unsigned long long>(stats.reconnects.load()),
+                       static_cast<unsigned long long>(stats.secagg_completed.load()),
+                       static_cast<unsigned long long>(stats.secagg_sealed.load()),
                        static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
         } else if (opt->job == "secure-compare") {
           std::fprintf(stderr,
@@ -619,6 +650,14 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(stats.histogram_failures.load()),
                 static_cast<unsigned long long>(truncated), static_cast<unsigned long long>(other_messages),
                 eps.empty() ? 0.0 : eps.back(), eps.empty() ? 0.0 : eps[eps.size() / 2]);
+  }
+  if (opt->job == "secure-aggregate") {
+    std::printf("secure-aggregate: device parts done %llu, peer messages sealed %llu, bytes to the server %llu, "
+                "refused %llu\n",
+                static_cast<unsigned long long>(stats.secagg_completed.load()),
+                static_cast<unsigned long long>(stats.secagg_sealed.load()),
+                static_cast<unsigned long long>(stats.secagg_bytes_to_server.load()),
+                static_cast<unsigned long long>(stats.secagg_refused.load()));
   }
   if (compare) {
     // Each session is counted by both of its parties.

@@ -6,6 +6,7 @@
 #include "nodefl/server/jobs/fedwalk_kind.h"
 #include "nodefl/server/jobs/lumos_kind.h"
 #include "nodefl/server/jobs/neighbour_echo_kind.h"
+#include "nodefl/server/jobs/secure_aggregate_kind.h"
 #include "nodefl/server/jobs/secure_compare_kind.h"
 
 namespace nodefl::server::jobs {
@@ -15,7 +16,7 @@ namespace nodefl::server::jobs {
 const std::vector<const JobKind*>& JobKinds() {
   static const std::vector<const JobKind*> kinds = {&NeighbourEchoKind(), &FedWalkKind(), &FedWalkHctKind(),
                                                     &FedWalkHistogramsKind(), &SecureCompareKind(),
-                                                    &LumosTreesKind()};
+                                                    &LumosTreesKind(), &SecureAggregateKind()};
   return kinds;
 }
 
@@ -24,6 +25,7 @@ void InstallJobOptions(ServerConfig& config) {
   (void)Options<FedWalkJobConfig>(config);
   (void)Options<SecureCompareJobConfig>(config);
   (void)Options<LumosJobConfig>(config);
+  (void)Options<SecureAggregateJobConfig>(config);
 }
 
 const JobKind* FindJobKind(std::string_view name) {

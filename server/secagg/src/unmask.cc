@@ -23,9 +23,22 @@ bool Has(const std::vector<uint32_t>& list, uint32_t id) { return std::find(list
 
 RoundResult Unmask(const RoundView& view, Drbg& random) {
   if (view.threshold == 0 || view.length == 0) return Abort("threshold and length must be positive");
+  // The reporters' vectors, one by one or already summed (RoundView::reporters).
+  const bool summed = !view.reporters.empty();
+  std::vector<uint32_t> reporters = view.reporters;
+  std::sort(reporters.begin(), reporters.end());
+  if (summed) {
+    if (!view.masked.empty()) return Abort("give the reporters' vectors or their sum, not both");
+    if (std::adjacent_find(reporters.begin(), reporters.end()) != reporters.end()) return Abort("a reporter twice");
+    if (view.masked_sum.size() != view.length) return Abort("the summed vectors have another length");
+  }
+  const auto reported = [&](uint32_t id) {
+    return summed ? std::binary_search(reporters.begin(), reporters.end(), id) : view.masked.count(id) != 0;
+  };
   RoundResult r;
-  for (const auto& [id, key] : view.public_keys) {
-    (view.masked.count(id) != 0 ? r.included : r.dropped).push_back(id);
+  for (const auto& [id, key] : view.public_keys) (reported(id) ? r.included : r.dropped).push_back(id);
+  for (uint32_t id : reporters) {
+    if (view.public_keys.count(id) == 0) return Abort("device " + std::to_string(id) + " reported without a key");
   }
   for (const auto& [id, vector] : view.masked) {
     if (view.public_keys.count(id) == 0) return Abort("device " + std::to_string(id) + " reported without a key");
@@ -35,10 +48,12 @@ RoundResult Unmask(const RoundView& view, Drbg& random) {
     return Abort("paper mode (kCAGC Protocol 4) has no dropout recovery: device " + std::to_string(r.dropped[0]) +
                  " masked and did not report");
   }
-  std::vector<uint32_t> sum(view.length, 0);
+  std::vector<uint32_t> sum = summed ? view.masked_sum : std::vector<uint32_t>(view.length, 0);
   for (uint32_t u : r.included) {
-    const std::vector<uint32_t>& y = view.masked.at(u);
-    for (size_t i = 0; i < view.length; ++i) sum[i] += y[i];
+    if (!summed) {
+      const std::vector<uint32_t>& y = view.masked.at(u);
+      for (size_t i = 0; i < view.length; ++i) sum[i] += y[i];
+    }
     if (view.paper) continue;  // no self mask
     // Its self mask, from the survivors' shares of b_u.
     const auto shares = view.self_seed_shares.find(u);

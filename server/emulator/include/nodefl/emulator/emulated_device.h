@@ -43,6 +43,7 @@
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/echo/neighbour_echo.h"
+#include "nodefl/secagg/aggregate_role.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/tls/credentials.h"
 #include "nodefl/tls/endpoint.h"
@@ -86,6 +87,11 @@ struct FleetStats {
   std::atomic<uint64_t> trim_messages{0};
   std::atomic<uint64_t> trim_steps{0};  // summed over devices
   std::atomic<uint64_t> train_epochs{0};  // Lumos training: epochs uploaded, summed over devices
+  // Secure aggregation (job "secure-aggregate").
+  std::atomic<uint64_t> secagg_completed{0};  // a device's part of one aggregation done
+  std::atomic<uint64_t> secagg_sealed{0};     // peer messages sealed
+  std::atomic<uint64_t> secagg_bytes_to_server{0};
+  std::atomic<uint64_t> secagg_refused{0};    // records and messages devices refused
 };
 
 // Limits how many devices connect and handshake at the same time, so that
@@ -169,6 +175,10 @@ struct FleetSetup {
   // session it has room for.
   uint32_t compare_contexts = 4;
   uint32_t compare_slots = 16;
+  // Secure aggregation: the most mask peers and the longest vector a device
+  // has room for (the server's secagg_peers and secagg_length must fit).
+  uint32_t secagg_peers = 64;
+  uint32_t secagg_length = 10000;
   // Every device's privacy budget (privacy/ledger.h): what it refuses to
   // release, whatever the server asks.
   PrivacyBudget budget;
@@ -204,6 +214,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   const lumos::LumosTrimRole* trim_role() const { return trim_role_.get(); }
   const lumos::LumosMcmcRole* mcmc_role() const { return mcmc_role_.get(); }
   const lumos::LumosTrainRole* train_role() const { return train_role_.get(); }
+  const secagg::SecureAggregateRole* secagg_role() const { return secagg_role_.get(); }
   // Job "lumos-trees": the orientation the trimming stage left (the MCMC
   // role's when that stage ran, else the exact method's): (neighbour, kept
   // here) in neighbour order.
@@ -303,6 +314,16 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   std::unique_ptr<lumos::LumosTrainRole> train_role_;
   bool train_bound_ = false;
   uint32_t train_epochs_reported_ = 0;
+  // Secure aggregation: the client's memory and the role.
+  std::vector<secagg::AggregationPeer> secagg_peers_;
+  std::vector<secagg::Share> secagg_shares_;
+  std::vector<uint64_t> secagg_points_;
+  std::vector<uint32_t> secagg_vector_;
+  std::vector<roles::KeyedPeer> secagg_keys_;
+  std::vector<secagg::HeldMessage> secagg_held_;
+  std::unique_ptr<secagg::SecureAggregateRole> secagg_role_;
+  secagg::AggregationClient::Stats secagg_reported_{};
+  uint32_t secagg_sealed_reported_ = 0;
 
   bool connection_up_ = false;
   bool stopping_ = false;

@@ -34,11 +34,18 @@ struct RoundView {
   // masked and did not report aborts (its pair masks cannot be removed).
   bool paper = false;
   uint64_t round = 0;
-  uint32_t threshold = 0;  // shares needed per secret
-  size_t length = 0;       // words per vector
+  uint32_t threshold = 0;                                // shares needed per secret
+  size_t length = 0;                                     // words per vector
   std::map<uint32_t, std::vector<uint8_t>> public_keys;  // every device that masked
   std::map<uint32_t, std::vector<uint32_t>> peers;       // the mask graph, symmetric
   std::map<uint32_t, std::vector<uint32_t>> masked;      // the reporters' vectors
+  // Instead of `masked` (n x length words): the reporters' masked vectors
+  // already summed mod 2^32 (length words), and who they are. Used when
+  // `reporters` is not empty; `masked` must then be empty. Unmask only ever
+  // needs their sum, so a caller can fold each vector in as it arrives
+  // (AggregationService's UploadMemory::kRunningSum).
+  std::vector<uint32_t> masked_sum;
+  std::vector<uint32_t> reporters;
   std::map<uint32_t, std::vector<nodefl::secagg::Share>> self_seed_shares;  // per reporter
   std::map<uint32_t, std::vector<nodefl::secagg::Share>> secret_shares;     // per dropped device
 };
