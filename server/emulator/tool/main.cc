@@ -608,7 +608,11 @@ int main(int argc, char** argv) {
       workload_sum += workload;
     }
   }
-  const bool verified = lumos     ? unfinished == 0 && stats.compare_aborted.load() == 0 && uncovered == 0
+  // secure-aggregate: the server checks the sums; the devices must all
+  // finish and refuse nothing.
+  const bool secagg = opt->job == "secure-aggregate";
+  const bool verified = secagg    ? unfinished == 0 && stats.secagg_refused.load() == 0
+                        : lumos     ? unfinished == 0 && stats.compare_aborted.load() == 0 && uncovered == 0
                         : compare ? unfinished == 0 && stats.compare_aborted.load() == 0
                         : strict_fedwalk ? unfinished == 0 && stats.histogram_failures.load() == 0
                         : hct ? unfinished == 0 && stats.hct_failures.load() == 0

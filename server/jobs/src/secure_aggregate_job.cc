@@ -103,6 +103,9 @@ void SecureAggregateJob::Settle(uint64_t) {
   s.wall_ms = static_cast<double>(r.wall_us) / 1e3;
   s.unmask_ms = static_cast<double>(r.unmask_us) / 1e3;
   s.scalar_multiplications = r.scalar_multiplications;
+  uint64_t peers = 0;
+  for (uint32_t d : participants_) peers += service_.PeersOf(current_, d).size();
+  s.mean_peers = s.participants == 0 ? 0 : static_cast<double>(peers) / s.participants;
   uint64_t up = 0, down = 0;
   for (const auto& [device, t] : r.traffic) {
     up += t.bytes_received;
@@ -232,6 +235,7 @@ void SecureAggregateJob::LogSummary(Logger& log, uint64_t job_id) const {
                                     {"participants", s.participants},
                                     {"included", s.included},
                                     {"dropped_by_job", s.dropped_by_job},
+                                    {"mean_peers", s.mean_peers},
                                     {"wall_ms", s.wall_ms},
                                     {"unmask_ms", s.unmask_ms},
                                     {"scalar_multiplications", s.scalar_multiplications},

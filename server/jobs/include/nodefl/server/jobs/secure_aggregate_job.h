@@ -50,6 +50,7 @@ class SecureAggregateJob final : public Job {
     uint32_t participants = 0;
     uint32_t included = 0;
     uint32_t dropped_by_job = 0;
+    double mean_peers = 0;  // mask peers per participant
     std::string outcome;  // "done" or the abort reason and message
     double wall_ms = 0;
     double unmask_ms = 0;
