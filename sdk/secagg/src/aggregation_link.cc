@@ -122,11 +122,11 @@ void AggregationLink::SetInputIfDue() {
       input_aggregation_ == client_.aggregation() || input_ == nullptr) {
     return;
   }
-  input_aggregation_ = client_.aggregation();
   const Span<uint32_t> in(memory_.aggregation.vector.data(), client_.start().length);
-  if (input_(input_context_, client_.start(), in).ok()) {
-    (void)client_.SetInput(Span<const uint32_t>(in.data(), in.size()));
-  }
+  const Status filled = input_(input_context_, client_.start(), in);
+  if (filled.code() == StatusCode::kUnavailable) return;  // asked again at the next Pump
+  input_aggregation_ = client_.aggregation();
+  if (filled.ok()) (void)client_.SetInput(Span<const uint32_t>(in.data(), in.size()));
 }
 
 Status AggregationLink::Pump(device::DeviceSession& session, uint32_t round) {

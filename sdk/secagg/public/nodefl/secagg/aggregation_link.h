@@ -62,8 +62,9 @@ struct AggregationLinkMemory {
 };
 
 // Fills `out` (start.length words) with the role's input codes for the
-// aggregation `start` describes. An error leaves the client without input:
-// the server drops the device from that aggregation at its deadline.
+// aggregation `start` describes. kUnavailable: not ready yet, ask again at
+// the next Pump. Any other error leaves the client without input: the
+// server drops the device from that aggregation at its deadline.
 using InputFunction = Status (*)(void* context, const AggStart& start, Span<uint32_t> out);
 
 class AggregationLink {
