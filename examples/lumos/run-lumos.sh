@@ -35,6 +35,17 @@
 #                          public random dimensions before encoding (default 0:
 #                          none; smaller model and messages, see docs/lumos.md)
 #   --epochs N             training epochs (default 100; Lumos trained 300)
+#   --secure-sum           with --train: the training epochs sum the devices'
+#                          gradients and metrics through secure aggregation (the
+#                          server's lumos_secure_sum; the devices get room for 64
+#                          mask peers), so that the server learns only their sums
+#                          (docs/lumos.md, "Gradients through secure aggregation");
+#                          give lumos_secure_clip and the rest after --
+#   --noise-seed S         every device draws its noise (encodings, randomised
+#                          response, dropout) from S and its id instead of
+#                          entropy (nodefl-emulate --noise-seed): two runs with the
+#                          same S (and -- --lumos_train_seed) train alike; for
+#                          comparisons only, S replays every draw
 #   --tree T               tree (default, Lumos Sec. V-A) or ego (w.o. VN)
 #   --unlimited-budget     devices accept any release (experiments with a large
 #                          lumos_epsilon; paper mode always needs it and gets it)
@@ -68,6 +79,8 @@ out=
 modes=
 method=exact
 train=0
+secure_sum=0
+noise_seed=0
 task=node
 projection=0
 unlimited=0
@@ -84,13 +97,15 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 die() { echo "run-lumos.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --graph|--out|--modes|--mode|--method|--mcmc-iterations|--build-dir|--model|--epochs|--tree|--task|--projection)
+    --graph|--out|--modes|--mode|--method|--mcmc-iterations|--build-dir|--model|--epochs|--tree|--task|--projection|--noise-seed)
       [[ $# -ge 2 ]] || die "$1 needs a value (see --help)" ;;&
     --graph) graph=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --modes|--mode) modes=$2; shift 2 ;;
     --method) method=$2; shift 2 ;;
     --train) train=1; shift ;;
+    --secure-sum) secure_sum=1; shift ;;
+    --noise-seed) noise_seed=$2; shift 2 ;;
     --unlimited-budget) unlimited=1; shift ;;
     --model) model=$2; shift 2 ;;
     --task) task=$2; shift 2 ;;
@@ -115,6 +130,8 @@ done
 [[ $projection =~ ^[0-9]+$ && $projection -le 65535 ]] || die "--projection must be 0 .. 65535, not '$projection'"
 [[ $tree == tree || $tree == ego ]] || die "--tree is tree or ego, not '$tree'"
 [[ $epochs =~ ^[0-9]+$ && $epochs -gt 0 ]] || die "--epochs must be a positive integer, not '$epochs'"
+[[ $secure_sum == 0 || $train == 1 ]] || die "--secure-sum sums the training's gradients: it needs --train"
+[[ $noise_seed =~ ^[0-9]+$ ]] || die "--noise-seed must be a whole number, not '$noise_seed'"
 features=0
 classes=0
 if [[ $train == 1 ]]; then
@@ -242,6 +259,10 @@ for mode in $modes; do
                        --lumos_projection "$projection" --lumos_epoch_deadline_ms 1800000)
     [[ $task == node ]] && train_server_args+=(--lumos_classes "$classes")
     train_emulator_args=(--lumos-train)
+    if [[ $secure_sum == 1 ]]; then
+      train_server_args+=(--lumos_secure_sum true)
+      train_emulator_args+=(--train-secagg-peers 64)
+    fi
     # Paper mode releases raw features and labels: the devices must be told
     # to allow unbounded releases (their default budget refuses them).
     [[ $mode == paper || $unlimited == 1 ]] && train_emulator_args+=(--unlimited-budget)
@@ -273,9 +294,11 @@ for mode in $modes; do
   done
   [[ $listening == 1 ]] || { echo "run-lumos.sh: the server did not start:" >&2; cat "$log" >&2 2>/dev/null; exit 1; }
   run=0
+  noise_args=()
+  [[ $noise_seed != 0 ]] && noise_args=(--noise-seed "$noise_seed")
   $bin/nodefl-emulate --graph "$graph" --bundle "$pki/devices/devices.bundle" --server "127.0.0.1:$port" \
     --job lumos-trees --compare-sessions "$sessions" --threads "$(nproc)" --timeout 7200 "${train_emulator_args[@]}" \
-    >"$out/emulator.txt" || run=$?
+    "${noise_args[@]}" >"$out/emulator.txt" || run=$?
   # An emulator that gave up leaves the server waiting for its job: stop it.
   [[ $run == 0 ]] || kill "$server_pid" 2>/dev/null || true
   wait "$server_pid" || run=$?
@@ -382,7 +405,16 @@ for mode in $modes; do
         "up $(field lumos-train bytes_up_per_device_epoch); stragglers $(field lumos-train stragglers);" \
         "feature epsilon $(field lumos-train epsilon_budget) (all receivers: max $(fmt "$(field lumos-train epsilon_all_receivers)"));" \
         "$(fmt "$(field lumos-train seconds_epochs)") s of epochs (curve: $out/lumos-train-epochs.tsv)"
-      train_table+=("$(printf '%-28s %9s %9s %9s %12s %10s' "lumos $model $tree, $mode" \
+      run_name="lumos $model $tree, $mode"
+      if [[ $secure_sum == 1 ]]; then
+        run_name+=", secure sum"
+        echo "-- secure sum: $(field lumos-train aggregations_done) aggregations done," \
+          "$(field lumos-train aggregations_aborted) aborted (or refused); $(field lumos-train clipped) gradient values" \
+          "clipped to +-$(field lumos-train secure_clip); sealed bytes per device per epoch to its mask peers" \
+          "$(field lumos-train peer_bytes_per_device_epoch)"
+        [[ $(field lumos-train aggregations_aborted) == 0 ]] || run=1
+      fi
+      train_table+=("$(printf '%-40s %9s %9s %9s %12s %10s' "$run_name" \
         "$(fmt "$final_test")" "$(fmt "$(field lumos-train test_at_best)")" \
         "$(field lumos-train bytes_down_per_device_epoch)" "$(field lumos-train bytes_up_per_device_epoch)" \
         "$(fmt "$(field lumos-train seconds_epochs)")")")
@@ -438,7 +470,7 @@ if [[ $train == 1 ]]; then
   [[ $projection != 0 ]] && what+=", features projected to $projection dimensions"
   echo "== training: $name, $what: at the last epoch, and at"
   echo "   the epoch of best validation; bytes per device per epoch ($model, $epochs epochs)"
-  printf '%-28s %9s %9s %9s %12s %10s\n' run "test" "test@best" "bytes down" "bytes up" seconds
+  printf '%-40s %9s %9s %9s %12s %10s\n' run "test" "test@best" "bytes down" "bytes up" seconds
   for row in "${train_table[@]}"; do echo "$row"; done
   if [[ -s $central ]]; then
     if [[ $task == link ]]; then
@@ -449,7 +481,7 @@ if [[ $train == 1 ]]; then
       c_best=$(sed -n 's/.*best validation [0-9.]* at epoch [0-9]*, test \([0-9.]*\) there.*/\1/p' "$central")
     fi
     c_secs=$(sed -n 's/.*; \([0-9.]*\) s$/\1/p' "$central")
-    printf '%-28s %9s %9s %9s %12s %10s\n' "central $model (baseline)" "${c_test:--}" "${c_best:--}" - - "${c_secs:--}"
+    printf '%-40s %9s %9s %9s %12s %10s\n' "central $model (baseline)" "${c_test:--}" "${c_best:--}" - - "${c_secs:--}"
   fi
 fi
 

@@ -118,15 +118,24 @@ inline std::vector<uint8_t> Encoded(const TrainParameters& p) {
   return out;
 }
 
+// Room for secure sum's mask peers (TrainSecureSumMemory) in the tests'
+// devices: every other device of a small world.
+inline constexpr uint32_t kSecureSumPeers = 32;
+
 class Device {
  public:
-  Device(const World& w, uint32_t id, bool bound, const PrivacyBudget& budget)
+  Device(const World& w, uint32_t id, bool bound, const PrivacyBudget& budget, uint32_t secure_peers = kSecureSumPeers)
       : id_(id),
         identity_(Identities().Of(id)),
         peers_(w.adj[id].size()),
         keys_(w.adj[id].size()),
         partners_(kNegatives + kEvalNegatives),
         partner_keys_(kNegatives + kEvalNegatives),
+        agg_peers_(secure_peers),
+        agg_shares_(2 * size_t{secure_peers}),
+        agg_points_(secure_peers),
+        agg_keys_(secure_peers),
+        agg_held_(secure_peers),
         memory_(256 * 1024),
         ledger_entries_(8),
         ledger(Span<LedgerEntry>(ledger_entries_), budget),
@@ -143,6 +152,13 @@ class Device {
       peers_[i].keep = std::binary_search(w.kept[id].begin(), w.kept[id].end(), w.adj[id][i]);
     }
     role.SetLinkMemory(Span<TrainPeer>(partners_), Span<roles::KeyedPeer>(partner_keys_));
+    TrainSecureSumMemory secure;
+    secure.peers = Span<secagg::AggregationPeer>(agg_peers_);
+    secure.shares = Span<secagg::Share>(agg_shares_);
+    secure.points = Span<uint64_t>(agg_points_);
+    secure.keys = Span<roles::KeyedPeer>(agg_keys_);
+    secure.held = Span<HeldAggregationMessage>(agg_held_);
+    role.SetSecureSumMemory(secure, tls_rng_);
     EXPECT_TRUE(role.Init().ok());
     role.SetData(Span<const float>(w.features[id]), w.labels[id]);
     if (bound) role.Bind();
@@ -166,6 +182,11 @@ class Device {
   std::vector<roles::KeyedPeer> keys_;
   std::vector<TrainPeer> partners_;
   std::vector<roles::KeyedPeer> partner_keys_;
+  std::vector<secagg::AggregationPeer> agg_peers_;
+  std::vector<secagg::Share> agg_shares_;
+  std::vector<uint64_t> agg_points_;
+  std::vector<roles::KeyedPeer> agg_keys_;
+  std::vector<HeldAggregationMessage> agg_held_;
   std::vector<uint8_t> memory_;
   std::vector<LedgerEntry> ledger_entries_;
 

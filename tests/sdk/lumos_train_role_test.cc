@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "lumos_train_harness.h"
@@ -330,6 +331,50 @@ TEST(LumosTrainFormatTest, ParametersRoundTripWithEveryFieldIntact) {
   StoreU32Le(9, mb + 18);
   mb[5] = 4;  // correct without labelled
   EXPECT_FALSE(DecodeTrainMetrics(ConstByteSpan(mb)).ok());
+}
+
+// Secure sum's flag and codes travel intact; a code whose largest value
+// reaches 2^31 (so that a single device's word could wrap) or a clip that
+// is not a positive number is refused, and neither is looked at without
+// the flag.
+TEST(LumosTrainFormatTest, SecureSumCodesRoundTripAndCodesThatCouldWrapAreRefused) {
+  TrainParameters p = Params(TrainPhase::kEpoch, false, 4);
+  p.secure_sum = true;
+  p.secure_clip = 16.0f;
+  p.secure_scale_log2 = 26;  // 16 * 2^26 = 2^30
+  p.secure_loss_scale_log2 = -3;
+  std::vector<uint8_t> bytes = Encoded(p);
+  Result<TrainParameters> q = DecodeTrainParameters(bytes);
+  ASSERT_TRUE(q.ok());
+  EXPECT_TRUE(q->secure_sum);
+  EXPECT_FLOAT_EQ(q->secure_clip, 16.0f);
+  EXPECT_EQ(q->secure_scale_log2, 26);
+  EXPECT_EQ(q->secure_loss_scale_log2, -3);
+  EXPECT_EQ(bytes[2] & 16u, 16u);  // flag bit 4
+  std::vector<uint8_t> bad = bytes;
+  bad[75] = 27;  // 16 * 2^27 = 2^31
+  EXPECT_FALSE(DecodeTrainParameters(bad).ok());
+  bad = bytes;
+  bad[76] = 20;  // the loss clip (4096) * 2^20 = 2^32
+  EXPECT_FALSE(DecodeTrainParameters(bad).ok());
+  for (float clip : {0.0f, -1.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    bad = bytes;
+    StoreF32Le(clip, bad.data() + 71);
+    EXPECT_FALSE(DecodeTrainParameters(bad).ok()) << clip;
+  }
+  bad = bytes;
+  bad[2] = static_cast<uint8_t>(bad[2] | 32u);  // no such flag
+  EXPECT_FALSE(DecodeTrainParameters(bad).ok());
+  // Without the flag the codes are not looked at.
+  p.secure_sum = false;
+  p.secure_clip = 0.0f;
+  p.secure_scale_log2 = 100;
+  bytes = Encoded(p);
+  q = DecodeTrainParameters(bytes);
+  ASSERT_TRUE(q.ok());
+  EXPECT_FALSE(q->secure_sum);
+  EXPECT_EQ(kTrainParametersBytes, 77u);
+  EXPECT_EQ(TrainSecureLength(100), 100u + kTrainSecureExtras);
 }
 
 }  // namespace

@@ -9,8 +9,10 @@
 // evaluation epoch, the report round and the outputs; link mode (symmetric
 // partner records before the assignment, the gradient averaged over the
 // loss terms, the AUC of the devices' binned scores, malformed score records
-// dropping a contribution); also the plan's options (lumos_train=node needs
-// the dataset's dimensions, link its features).
+// dropping a contribution); secure sum (the codes sent, the aggregation's
+// records after the parameters, an aborted aggregation updating nothing);
+// also the plan's options (lumos_train=node needs the dataset's
+// dimensions, link its features, lumos_secure_sum training and a clip).
 #include "nodefl/server/jobs/lumos_train_job.h"
 
 #include <gtest/gtest.h>
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/protocol/secagg/aggregation_format.h"
 #include "nodefl/server/core/config.h"
 #include "nodefl/server/jobs/job_catalog.h"
 #include "nodefl/server/jobs/job_factory.h"
@@ -743,6 +746,98 @@ TEST(LumosTrainJobLinkTest, AveragesOverLossTermsRanksScoresAndDropsMalformedSco
   ASSERT_TRUE(std::getline(epochs, line));
   EXPECT_EQ(line.rfind("1\t1\t0.5625\t8\t1\t0.666667\t1\t1\t3\t4\t0\t", 0), 0u) << line;
   std::filesystem::remove_all(out);
+}
+
+// Secure sum: the codes reach the devices (the largest power-of-two scale
+// whose n codes cannot wrap), each training epoch's aggregation records
+// follow the parameters on every device's stream in the epoch's round, a
+// plain gradient record is a protocol error, and an aggregation that
+// aborts (every device unreachable) leaves the epoch without an update.
+TEST(LumosTrainJobTest, SecureSumSendsTheAggregationAfterTheParametersAndAnAbortSkipsTheUpdate) {
+  LumosTrainOptions o = Options2Epochs();
+  o.epochs = 1;
+  o.secure_sum = true;
+  o.secure_clip = 16.0f;
+  const std::vector<uint32_t> ids = {3, 7, 10, 12};
+  LumosTrainJob job(o, ids);
+  std::vector<RoundStart> started = job.Begin(0);
+  ASSERT_EQ(started.size(), 1u);
+  const tf::TrainParameters setup = Decode(started[0]);
+  EXPECT_TRUE(setup.secure_sum);
+  EXPECT_FLOAT_EQ(setup.secure_clip, 16.0f);
+  // 4 * 16 * 2^24 = 2^30 < 2^31 <= 4 * 16 * 2^25; the loss: 4 * 4096 * 2^16 = 2^30.
+  EXPECT_EQ(setup.secure_scale_log2, 24);
+  EXPECT_EQ(setup.secure_loss_scale_log2, 16);
+  (void)job.TakeData();
+  for (uint32_t id : ids) started = job.OnReport(id, 1, Report(), kMs);
+  ASSERT_EQ(started.size(), 1u);
+  const tf::TrainParameters p = Decode(started[0]);
+  EXPECT_TRUE(p.secure_sum);
+  EXPECT_TRUE(p.train);
+  EXPECT_EQ(p.secure_scale_log2, 24);
+  const std::vector<float> initial = job.parameters();
+
+  std::map<uint32_t, bool> aggregation_seen;
+  for (const DeviceData& d : job.TakeData()) {
+    EXPECT_EQ(d.round, 2u);
+    if (d.kind == tf::kTrainParams) {
+      EXPECT_FALSE(aggregation_seen[d.device]) << "parameters after the aggregation's records";
+      continue;
+    }
+    ASSERT_TRUE(nodefl::secagg::IsAggregationKind(d.kind)) << d.kind;
+    if (d.kind == nodefl::secagg::kAggStart) {
+      Result<nodefl::secagg::AggStart> a = nodefl::secagg::DecodeAggStart(ConstByteSpan(d.bytes));
+      ASSERT_TRUE(a.ok());
+      EXPECT_EQ(a->length, tf::TrainSecureLength(static_cast<uint32_t>(job.layout().total)));
+      EXPECT_EQ(a->mode, nodefl::secagg::AggMode::kRobust);
+      EXPECT_EQ(a->peer_count, 3u);  // 2 ceil(log2 4) = 4 peers, capped at n - 1
+    }
+    aggregation_seen[d.device] = true;
+  }
+  EXPECT_EQ(aggregation_seen.size(), ids.size());
+
+  EXPECT_TRUE(job.OnUpload(3, 2, tf::kTrainGradient, Record(0, {1.0f}), 2 * kMs).empty());
+  EXPECT_EQ(job.summary().protocol_errors, 1u);
+  for (uint32_t id : ids) job.OnUndeliverable(id, 3 * kMs);
+  started = job.Poll(3 * kMs);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_FALSE(Decode(started[0]).train);  // the evaluation epoch
+  ASSERT_EQ(job.epochs().size(), 1u);
+  const LumosTrainEpoch& e = job.epochs()[0];
+  EXPECT_FALSE(e.updated);
+  EXPECT_EQ(e.aggregation.rfind("aborted", 0), 0u) << e.aggregation;
+  EXPECT_EQ(e.stragglers, 4u);
+  EXPECT_EQ(job.summary().aggregations_aborted, 1u);
+  EXPECT_EQ(job.parameters(), initial);
+}
+
+TEST(LumosTrainPlan, SecureSumNeedsTrainingAndAClip) {
+  ServerConfig config = LumosTreesConfig();
+  ASSERT_TRUE(SetConfigValue(config, "lumos_secure_sum", "true").ok);
+  ConfigStatus status = ValidateConfig(config);
+  EXPECT_NE(status.message.find("lumos_secure_sum: needs lumos_train=node or link"), std::string::npos)
+      << status.message;
+  ASSERT_TRUE(SetConfigValue(config, "lumos_train", "node").ok);
+  ASSERT_TRUE(SetConfigValue(config, "lumos_features", "1433").ok);
+  ASSERT_TRUE(SetConfigValue(config, "lumos_classes", "7").ok);
+  EXPECT_TRUE(ValidateConfig(config).ok) << ValidateConfig(config).message;
+  const LumosJobConfig& c = Options<LumosJobConfig>(config);
+  EXPECT_TRUE(c.secure_sum);
+  EXPECT_EQ(c.secure_peers, 0u);
+  EXPECT_EQ(c.secure_threshold, 0u);
+  for (const char* clip : {"0", "-1", "inf", "nan", "1e40"}) {
+    ASSERT_TRUE(SetConfigValue(config, "lumos_secure_clip", clip).ok) << clip;
+    EXPECT_NE(ValidateConfig(config).message.find("lumos_secure_clip"), std::string::npos) << clip;
+  }
+  ASSERT_TRUE(SetConfigValue(config, "lumos_secure_clip", "256").ok);
+  ASSERT_TRUE(SetConfigValue(config, "lumos_secure_peers", "16001").ok);
+  EXPECT_NE(ValidateConfig(config).message.find("lumos_secure_peers"), std::string::npos);
+  ASSERT_TRUE(SetConfigValue(config, "lumos_secure_peers", "12").ok);
+  EXPECT_TRUE(ValidateConfig(config).ok) << ValidateConfig(config).message;
+  ASSERT_TRUE(SetConfigValue(config, "lumos_secure_threshold", "13").ok);
+  EXPECT_NE(ValidateConfig(config).message.find("lumos_secure_threshold"), std::string::npos);
+  ASSERT_TRUE(SetConfigValue(config, "lumos_secure_threshold", "7").ok);
+  EXPECT_TRUE(ValidateConfig(config).ok) << ValidateConfig(config).message;
 }
 
 TEST(LumosTrainJobLinkTest, ANodeJobRefusesLinkScores) {

@@ -10,6 +10,15 @@
 // centralized GCN is the model's. In tests/ because it joins device code
 // (TreeTrainer) and server code (Adam, splits, trimming), as the trim fleet
 // tool does.
+//
+// --secure-clip C emulates the job's secure sum (lumos_secure_sum) exactly:
+// each device's gradient contribution in the fixed-point code the server
+// picks for n devices (clip C, the largest power-of-two scale with
+// n * round(C * scale) < 2^31), the codes summed mod 2^32 (in the real
+// aggregation the masks cancel), the sum decoded; it prints how many values
+// were clipped. --gradient-stats keeps each device's contribution apart
+// too, in float, and prints the distribution of its values' magnitudes
+// (what a clip must cover). Node classification only.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +34,7 @@
 #include "nodefl/privacy/one_bit_encoder.h"
 #include "nodefl/protocol/lumos/train_format.h"
 #include "nodefl/random/drbg.h"
+#include "nodefl/secagg/fixed_point.h"
 #include "nodefl/server/lumos/training/adam.h"
 #include "nodefl/server/lumos/training/central.h"
 #include "nodefl/server/lumos/training/link_task.h"
@@ -53,6 +63,73 @@ struct Options {
   std::string task = "node";   // node classification, or link prediction (Eq. 33 with the sign fixed)
   uint64_t edge_seed = 1;      // link: EdgeSplitOf's seed
   uint32_t negatives = 4, eval_negatives = 2;  // link: partners per device (LinkPartners)
+  double secure_clip = 0;       // > 0: the job's secure sum, emulated (see the header)
+  bool gradient_stats = false;  // each device's contribution apart: the magnitudes of its values
+};
+
+// Each device's gradient contribution kept apart (--secure-clip,
+// --gradient-stats): summed in the fixed-point code of the job's secure
+// sum, or in float; and the magnitudes of its values counted.
+class DeviceSums {
+ public:
+  DeviceSums(size_t total, uint32_t devices, double clip) : sum_(total, 0), codes_(total), floats_(total, 0.0) {
+    if (clip <= 0) return;
+    code_.clip = static_cast<float>(clip);
+    for (int k = 30; k >= -120; --k) {
+      code_.scale = static_cast<float>(std::ldexp(1.0, k));
+      if (nodefl::secagg::MaxSummands(code_) >= devices) {
+        scale_log2_ = k;
+        break;
+      }
+    }
+    secure_ = true;
+  }
+  void BeginEpoch() {
+    std::fill(sum_.begin(), sum_.end(), 0u);
+    std::fill(floats_.begin(), floats_.end(), 0.0);
+  }
+  void Add(const std::vector<float>& contribution) {
+    for (float x : contribution) {
+      const double a = std::fabs(double{x});
+      largest_ = std::max(largest_, a);
+      for (int b = 0; b < kBuckets; ++b) above_[b] += a > std::ldexp(1.0, 2 * b) ? 1 : 0;
+    }
+    values_ += contribution.size();
+    if (!secure_) {
+      for (size_t i = 0; i < contribution.size(); ++i) floats_[i] += contribution[i];
+      return;
+    }
+    auto clipped = nodefl::secagg::EncodeFixedPoint(code_, Span<const float>(contribution), Span<uint32_t>(codes_));
+    clipped_ += clipped.ok() ? *clipped : 0;
+    for (size_t i = 0; i < codes_.size(); ++i) sum_[i] += codes_[i];  // mod 2^32, as the aggregation sums
+  }
+  void Decode(std::vector<float>& out) const {
+    if (!secure_) {
+      for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(floats_[i]);
+      return;
+    }
+    (void)nodefl::secagg::DecodeFixedPointSum(code_, Span<const uint32_t>(sum_), Span<float>(out));
+  }
+  void Print() const {
+    if (secure_) {
+      std::printf("secure sum code: clip %g, scale 2^%d; %llu of %llu device values clipped\n", double{code_.clip},
+                  scale_log2_, static_cast<unsigned long long>(clipped_), static_cast<unsigned long long>(values_));
+    }
+    std::printf("device gradient values: %llu, largest |value| %g; above 1, 4, 16, 64, 256, 1024:",
+                static_cast<unsigned long long>(values_), largest_);
+    for (int b = 0; b < kBuckets; ++b) std::printf(" %llu", static_cast<unsigned long long>(above_[b]));
+    std::printf("\n");
+  }
+
+ private:
+  static constexpr int kBuckets = 6;  // 4^0 .. 4^5
+  bool secure_ = false;
+  nodefl::secagg::FixedPoint code_;
+  int scale_log2_ = 0;
+  std::vector<uint32_t> sum_, codes_;
+  std::vector<double> floats_;
+  uint64_t clipped_ = 0, values_ = 0, above_[kBuckets] = {};
+  double largest_ = 0;
 };
 
 struct Device {
@@ -224,7 +301,9 @@ int main(int argc, char** argv) {
       .Value("--task", cli::OneOf({"node", "link"}, [&o](const std::string& v) { o.task = v; }))
       .Value("--edge-seed", cli::Whole(&o.edge_seed, 0, UINT64_MAX))
       .Value("--negatives", cli::Whole(&o.negatives, 1, 32))
-      .Value("--eval-negatives", cli::Whole(&o.eval_negatives, 1, 32));
+      .Value("--eval-negatives", cli::Whole(&o.eval_negatives, 1, 32))
+      .Value("--secure-clip", cli::Real(&o.secure_clip, 0.0, true, 1e30))
+      .Switch("--gradient-stats", [&o] { o.gradient_stats = true; });
   const cli::ParseOutcome parsed = flags.Parse(argc, argv);
   if (parsed == cli::ParseOutcome::kHelp) {
     std::printf(
@@ -233,6 +312,7 @@ int main(int argc, char** argv) {
         "                              [--epsilon E [--mode paper|strict]] [--projection R]\n"
         "                              [--projection-seed S] [--task node|link [--edge-seed S]\n"
         "                              [--negatives Q] [--eval-negatives Q]]\n"
+        "                              [--secure-clip C] [--gradient-stats]\n"
         "Lumos training in one process without noise (see the source's header).\n");
     return 0;
   }
@@ -391,7 +471,15 @@ int main(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   double best_validation = 0, test_at_best = 0;
   uint32_t best_epoch = 0;
+  if (link && (o.secure_clip > 0 || o.gradient_stats)) {
+    std::fprintf(stderr, "%s: --secure-clip and --gradient-stats are for node classification\n", kTool);
+    return 2;
+  }
   if (link) return TrainLink(o, g, devices, keepers, shape, params, adam, rng);
+  const bool apart = o.secure_clip > 0 || o.gradient_stats;
+  DeviceSums sums(layout->total, n, o.secure_clip);
+  std::vector<std::vector<float>> supervised(apart ? n : 0);  // each trained device's loss part
+  std::vector<float> mine(apart ? layout->total : 0);
   for (uint32_t epoch = 1; epoch <= o.epochs + 1; ++epoch) {
     const bool train = epoch <= o.epochs;
     std::fill(grads.begin(), grads.end(), 0.0f);
@@ -407,7 +495,9 @@ int main(int argc, char** argv) {
       ++total[s];
       correct[s] += right ? 1 : 0;
       if (!train || split[v] != sl::Split::kTrain) continue;
-      auto loss = t.SupervisedLoss(Span<const float>(params), static_cast<uint32_t>(label[v]), Span<float>(grads));
+      if (apart) supervised[v].assign(layout->total, 0.0f);
+      auto loss = t.SupervisedLoss(Span<const float>(params), static_cast<uint32_t>(label[v]),
+                                   Span<float>(apart ? supervised[v] : grads));
       if (!loss.ok() || !t.PoolGradient(Span<float>(pool)).ok()) continue;
       loss_sum += *loss;
       ++losses;
@@ -437,11 +527,28 @@ int main(int argc, char** argv) {
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
       break;
     }
-    for (auto& d : devices) (void)d->t.Backward(Span<const float>(params), Span<float>(grads));
+    if (apart) {
+      // Each device's contribution on its own: its loss part, then its tree.
+      sums.BeginEpoch();
+      for (uint32_t v = 0; v < n; ++v) {
+        if (supervised[v].empty()) {
+          std::fill(mine.begin(), mine.end(), 0.0f);
+        } else {
+          mine.swap(supervised[v]);
+          supervised[v] = {};
+        }
+        (void)devices[v]->t.Backward(Span<const float>(params), Span<float>(mine));
+        sums.Add(mine);
+      }
+      sums.Decode(grads);
+    } else {
+      for (auto& d : devices) (void)d->t.Backward(Span<const float>(params), Span<float>(grads));
+    }
     if (losses > 0) {
       for (float& gv : grads) gv /= static_cast<float>(losses);
       adam.Step(params, grads);
     }
   }
+  if (apart) sums.Print();
   return 0;
 }

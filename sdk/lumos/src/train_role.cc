@@ -3,11 +3,14 @@
 
 #include <cmath>
 
+#include <new>
+
 #include "nodefl/core/little_endian.h"
 #include "nodefl/gnn/losses.h"
 #include "nodefl/core/sorted_search.h"
 #include "nodefl/protocol/envelope_codec.h"
 #include "nodefl/seal/seal.h"
+#include "nodefl/secagg/fixed_point.h"
 
 namespace nodefl::lumos {
 namespace {
@@ -28,6 +31,18 @@ gnn::ModelShape ShapeOf(const TrainParameters& p) {
 }
 
 PrivacyMode ModeOf(const TrainParameters& p) { return p.paper ? PrivacyMode::kPaper : PrivacyMode::kStrict; }
+
+// Secure sum's fixed-point codes (train_format.h): scales are powers of two.
+secagg::FixedPoint CodeOf(float clip, int8_t scale_log2) {
+  secagg::FixedPoint code;
+  code.clip = clip;
+  code.scale = static_cast<float>(std::ldexp(1.0, scale_log2));
+  return code;
+}
+
+uint32_t CountWord(uint64_t count) {
+  return static_cast<uint32_t>(count < kTrainSecureCountClip ? count : kTrainSecureCountClip);
+}
 
 }  // namespace
 
@@ -56,7 +71,9 @@ size_t TrainRoleMemory(const TrainParameters& p, uint32_t workload, uint32_t deg
   const size_t d = ModelFeatures(p);
   const size_t scratch = d > shape.out ? d : shape.out;
   const size_t projected = p.projection != 0 ? sizeof(float) * p.projection + kAlignSlack : 0;
-  return 4 * (t.row_begin + t.csr + d) + sizeof(float) * (t.scalars + 2 * layout->total + size_t{degree} * shape.out + d +
+  const size_t secure = p.secure_sum ? 4 * size_t{TrainSecureLength(static_cast<uint32_t>(layout->total))} + kAlignSlack
+                                     : 0;
+  return secure + 4 * (t.row_begin + t.csr + d) + sizeof(float) * (t.scalars + 2 * layout->total + size_t{degree} * shape.out + d +
                                                       scratch) +
          size_t{degree} * OneBitPackedSize(d) + 10 * kAlignSlack + link_bytes + projected;
 }
@@ -74,7 +91,10 @@ LumosTrainRole::LumosTrainRole(uint32_t own_id, Span<TrainPeer> peers, Span<role
       random_context_(random_context),
       noise_(noise),
       ledger_(ledger),
-      keys_(credentials, random, random_context) {}
+      keys_(credentials, random, random_context),
+      mask_keys_(credentials, random, random_context) {}
+
+LumosTrainRole::~LumosTrainRole() { DestroyAggregationClient(); }
 
 Status LumosTrainRole::Init() {
   if (peers_.size() != key_records_.size()) return Status::InvalidArgument();
@@ -85,7 +105,8 @@ Status LumosTrainRole::Init() {
     return Status::FailedPrecondition();
   }
   if (partners_.size() != partner_keys_.size()) return Status::InvalidArgument();
-  return keys_.Bind(own_id_, key_records_, partner_keys_);
+  NODEFL_TRY(keys_.Bind(own_id_, key_records_, partner_keys_));
+  return mask_keys_.Bind(own_id_, Span<roles::KeyedPeer>(), secure_memory_.keys);
 }
 
 void LumosTrainRole::SetData(Span<const float> features, int32_t label) {
@@ -215,7 +236,8 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
     refusal_ = Status::InvalidArgument();
   } else if (partner_capacity > partners_.size() ||
              TrainRoleMemory(p, workload_, static_cast<uint32_t>(peers_.size()), partner_capacity) >
-                 memory_.size()) {
+                 memory_.size() ||
+             (p.secure_sum && !SecureSumMemoryFits(p))) {
     refusal_ = Status::ResourceExhausted();
   }
   if (refusal_.ok()) {
@@ -258,9 +280,10 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
     Result<Span<float>> loss_grads = arena_.Allocate<float>(link_rows);
     Result<Span<float>> received = arena_.Allocate<float>(link() ? shape_.out : 0);
     Result<Span<uint8_t>> scores = arena_.Allocate<uint8_t>(link() ? 2 * (peers_.size() + partner_capacity) : 0);
+    Result<Span<uint32_t>> secure_input = arena_.Allocate<uint32_t>(p.secure_sum ? TrainSecureLength(p.parameters) : 0);
     if (!rows.ok() || !csr.ok() || !scalars.ok() || !params.ok() || !grads.ok() || !embeddings.ok() || !own.ok() ||
         !packed.ok() || !scratch.ok() || !dims.ok() || !pooled.ok() || !loss_rows.ok() || !loss_grads.ok() ||
-        !received.ok() || !scores.ok() || !projected.ok()) {
+        !received.ok() || !scores.ok() || !projected.ok() || !secure_input.ok()) {
       refusal_ = Status::ResourceExhausted();
     } else {
       params_buffer_ = *params;
@@ -275,6 +298,7 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
       loss_grads_ = *loss_grads;
       received_grad_ = *received;
       scores_ = *scores;
+      secure_input_ = *secure_input;
       // What the model sees of this device's features: the public
       // projection of them, or themselves.
       model_input_ = own_features_;
@@ -286,9 +310,245 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
     }
   }
   // Keys: every neighbour, also when this device refuses: its notices tell
-  // the neighbours not to wait for it.
+  // the neighbours not to wait for it. Mask peers come with each
+  // aggregation.
   keys_.StartJob(job_key_.key(), false, [](size_t) { return true; });
+  mask_keys_.StartJob(job_key_.key(), false, [](size_t) { return false; });
+  for (HeldAggregationMessage& h : secure_memory_.held) h.used = false;
+  DestroyAggregationClient();
+  if (refusal_.ok() && p.secure_sum) StartAggregationClient();
   return Status::Ok();
+}
+
+// ---- Secure sum: the aggregation client -----------------------------------------------------
+
+bool LumosTrainRole::SecureSumMemoryFits(const TrainParameters& p) const {
+  const TrainSecureSumMemory& m = secure_memory_;
+  // A device without room for a single mask peer could only refuse every
+  // aggregation: it refuses the job instead, and says so in round 1.
+  return secure_random_ != nullptr && !m.peers.empty() && m.shares.size() >= 2 * m.peers.size() &&
+         m.points.size() >= m.peers.size() && !m.keys.empty() && !m.held.empty() &&
+         TrainSecureLength(p.parameters) > p.parameters;
+}
+
+void LumosTrainRole::StartAggregationClient() {
+  secagg::AggregationMemory m;
+  m.peers = secure_memory_.peers;
+  m.shares = secure_memory_.shares;
+  m.points = secure_memory_.points;
+  m.vector = secure_input_;
+  client_ = new (client_storage_) secagg::AggregationClient(own_id_, m, *secure_random_);
+  keyed_aggregation_ = epoch_aggregation_ = 0;
+}
+
+void LumosTrainRole::DestroyAggregationClient() {
+  if (client_ == nullptr) return;
+  client_->~AggregationClient();  // wipes its secrets
+  client_ = nullptr;
+}
+
+void LumosTrainRole::OnAggregationRecord(uint32_t kind, ConstByteSpan bytes, uint32_t round) {
+  if (client_ == nullptr || phase_ == Phase::kIdle || phase_ == Phase::kDone) {
+    ++stats_.rejected;
+    return;
+  }
+  // Refusals (out of order, another aggregation, malformed) are counted by
+  // the client; they never end the connection.
+  (void)client_->OnRecord(kind, bytes);
+  // This epoch's aggregation is the one started in its round.
+  if (kind == secagg::kAggStart && phase_ == Phase::kEpoch && round == epoch_round_ &&
+      client_->state() != secagg::AggregationClient::State::kIdle) {
+    epoch_aggregation_ = client_->aggregation();
+  }
+  WantMaskPeerKeys();
+}
+
+roles::KeyedPeer* LumosTrainRole::KeysOf(uint32_t id) {
+  roles::KeyedPeer* k = keys_.Find(id);
+  return k != nullptr ? k : mask_keys_.Find(id);
+}
+
+// Once the peer list is complete: neighbours and partners have their job
+// keys already; every other mask peer gets a cache record and a request.
+void LumosTrainRole::WantMaskPeerKeys() {
+  if (!client_->peers_known() || keyed_aggregation_ == client_->aggregation()) return;
+  keyed_aggregation_ = client_->aggregation();
+  for (const secagg::AggregationPeer& p : client_->peers()) {
+    if (keys_.Find(p.id) != nullptr) continue;
+    roles::KeyedPeer* k = mask_keys_.FindOrAdd(p.id);
+    if (k == nullptr) continue;  // no record free: the drain skips this peer
+    mask_keys_.Touch(k);
+    if (k->state == roles::PeerKeyState::kNone) mask_keys_.Want(k);
+  }
+  RetryHeldAggregationMessages();
+}
+
+void LumosTrainRole::HandleMaskPeerCertificate(const nodefl_wire_PeerCertificate& certificate) {
+  roles::KeyedPeer* k = mask_keys_.OnCertificate(certificate);
+  if (k == nullptr) return;
+  if (k->state != roles::PeerKeyState::kReady) ++stats_.key_failures;
+  RetryHeldAggregationMessages();
+}
+
+void LumosTrainRole::HandleMaskPeerDelivery(uint32_t src, ConstByteSpan sealed) {
+  if (client_ == nullptr) {
+    ++stats_.rejected;  // not a neighbour or partner, and no aggregation to be a mask peer of
+    return;
+  }
+  roles::KeyedPeer* k = mask_keys_.Find(src);
+  if (k != nullptr && k->state == roles::PeerKeyState::kReady) {
+    OpenRelayed(src, *k, sealed);
+    return;
+  }
+  if ((k != nullptr && k->state == roles::PeerKeyState::kFailed) ||
+      sealed.size() > sizeof(HeldAggregationMessage::sealed)) {
+    ++stats_.rejected;
+    return;
+  }
+  // Not keyed yet: its message overtook our peer list or the key answer.
+  for (HeldAggregationMessage& h : secure_memory_.held) {
+    if (h.used) continue;
+    h.used = true;
+    h.src = src;
+    h.epoch = epoch_;
+    h.size = static_cast<uint16_t>(sealed.size());
+    for (size_t i = 0; i < sealed.size(); ++i) h.sealed[i] = sealed[i];
+    if (k != nullptr) ++k->waiting;  // pinned: its record is not evicted under it
+    return;
+  }
+  ++stats_.held_dropped;
+}
+
+void LumosTrainRole::RetryHeldAggregationMessages() {
+  for (HeldAggregationMessage& h : secure_memory_.held) {
+    if (!h.used) continue;
+    roles::KeyedPeer* k = mask_keys_.Find(h.src);
+    const bool ready = k != nullptr && k->state == roles::PeerKeyState::kReady;
+    const bool failed = k != nullptr && k->state == roles::PeerKeyState::kFailed;
+    // A message can come one epoch ahead of our own start (a faster peer);
+    // one held longer belongs to an aggregation that is over.
+    const bool stale = k == nullptr && h.epoch + 1 < epoch_;
+    if (!ready && !failed && !stale) continue;
+    h.used = false;
+    if (k != nullptr && k->waiting > 0) --k->waiting;
+    if (ready) {
+      OpenRelayed(h.src, *k, ConstByteSpan(h.sealed, h.size));
+    } else {
+      ++stats_.rejected;
+    }
+  }
+}
+
+Status LumosTrainRole::SendKeyRequests(roles::PeerKeyTable& table, uint32_t max_outstanding,
+                                       device::DeviceSession& session) {
+  while (table.has_wanted() && session.CanSend() && table.outstanding() < max_outstanding) {
+    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, 1);
+    if (table.FillRequest(&m.body.peer_key_request, max_outstanding) == 0) break;
+    NODEFL_TRY(session.Send(m));
+  }
+  return Status::Ok();
+}
+
+// Whatever the client has to send: records to the server in this epoch's
+// round, peer messages sealed with that peer's job keys (a peer that could
+// not be keyed gets none: the client leaves if fewer than its threshold
+// remain).
+Status LumosTrainRole::DrainAggregation(device::DeviceSession& session) {
+  if (client_ == nullptr) return Status::Ok();
+  secagg::AggregationClient::Outgoing out;
+  while (session.CanSend() && client_->Peek(&out)) {
+    if (!out.to_peer) {
+      nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_data_tag, job_id_, epoch_round_);
+      m.body.job_data.kind = out.kind;
+      NODEFL_TRY(protocol::SetBytes(&m.body.job_data.data, out.bytes));
+      NODEFL_TRY(session.Send(m));
+      stats_.bytes_up += out.bytes.size();
+      client_->Advance();
+      continue;
+    }
+    roles::KeyedPeer* k = KeysOf(out.peer);
+    if (k == nullptr || k->state == roles::PeerKeyState::kFailed) {
+      client_->SkipPeer();
+      continue;
+    }
+    if (k->state != roles::PeerKeyState::kReady) break;  // its key is on its way
+    if (!SealAndRelay(out.peer, *k, out.bytes, session).ok()) {
+      client_->SkipPeer();
+      continue;
+    }
+    client_->Advance();
+  }
+  return Status::Ok();
+}
+
+// The input: the gradient contribution in the epoch's code, then the
+// metric words (train_format.h, TrainSecureWord). Counts saturate at
+// kTrainSecureCountClip so that no sum can wrap.
+Status LumosTrainRole::EncodeSecureInput() {
+  const size_t n = grads_.size();
+  if (secure_input_.size() != TrainSecureLength(static_cast<uint32_t>(n))) return Status::FailedPrecondition();
+  NODEFL_TRY_ASSIGN(size_t clipped,
+                    secagg::EncodeFixedPoint(CodeOf(secure_clip_, secure_scale_log2_),
+                                             Span<const float>(grads_.data(), n), Span<uint32_t>(secure_input_.data(), n)));
+  uint32_t* extra = secure_input_.data() + n;
+  for (uint32_t i = 0; i < kTrainSecureExtras; ++i) extra[i] = 0;
+  const bool trained = metrics_.trained;
+  const bool validation = !link() && metrics_.labelled && split_ == 1;
+  const float losses[2] = {trained ? static_cast<float>(metrics_.loss) : 0.0f,
+                           validation ? static_cast<float>(metrics_.loss) : 0.0f};
+  NODEFL_TRY_ASSIGN(size_t losses_clipped,
+                    secagg::EncodeFixedPoint(CodeOf(kTrainSecureLossClip, secure_loss_scale_log2_),
+                                             Span<const float>(losses, 2), Span<uint32_t>(extra + kSecureLoss, 2)));
+  clipped += losses_clipped;
+  stats_.clipped += clipped;
+  extra[kSecureTrained] = trained ? 1u : 0u;
+  extra[kSecureTerms] = trained ? CountWord(metrics_.terms) : 0u;
+  extra[kSecureClippers] = clipped > 0 ? 1u : 0u;
+  extra[kSecureClipped] = CountWord(clipped);
+  if (!link() && metrics_.labelled && split_ <= 2) {
+    extra[kSecureLabelled + split_] = 1;
+    extra[kSecureCorrect + split_] = metrics_.correct ? 1u : 0u;
+  }
+  return Status::Ok();
+}
+
+// A training epoch with secure sum: the link task's scores first (plain
+// records, as without), then the input once this epoch's aggregation has
+// started; the round is reported when the masked vector is out or the
+// device's part ended without it.
+Status LumosTrainRole::UploadSecure(device::DeviceSession& session) {
+  NODEFL_TRY(UploadScores(session));
+  if (scores_cursor_ < score_count_) return Status::Ok();
+  using State = secagg::AggregationClient::State;
+  if (epoch_aggregation_ == 0 || client_->aggregation() != epoch_aggregation_) return Status::Ok();  // on its way
+  Status outcome = Status::Ok();
+  if (!secure_input_set_) {
+    secure_input_set_ = true;
+    outcome = EncodeSecureInput();
+    if (outcome.ok()) outcome = client_->SetInput(Span<const uint32_t>(secure_input_.data(), secure_input_.size()));
+  }
+  NODEFL_TRY(DrainAggregation(session));
+  const State s = client_->state();
+  const bool uploaded = s == State::kAwaitReveal || s == State::kRevealing || s == State::kDone;
+  const bool ended = s == State::kAborted || s == State::kRefused;
+  // CanSend after the drain: whatever the client had due (a refusal too)
+  // went out before the report.
+  if (!session.CanSend() || (outcome.ok() && !uploaded && !ended)) return Status::Ok();
+  if (outcome.ok() && !uploaded) outcome = s == State::kRefused ? client_->refusal() : Status::Aborted();
+  NODEFL_TRY(Report(session, epoch_round_, outcome));
+  if (uploaded) {
+    ++stats_.epochs;
+    ++stats_.aggregations;
+  }
+  step_ = EpochStep::kDone;
+  return Status::Ok();
+}
+
+void LumosTrainRole::EndJobKeys() {
+  keys_.EndJob();
+  mask_keys_.EndJob();
+  job_key_.End();
+  if (client_ != nullptr) client_->Reset();
 }
 
 // k-ary randomised response, once per job (strict); the raw label in paper
@@ -318,7 +578,10 @@ Status LumosTrainRole::ReleaseLabel() {
 
 void LumosTrainRole::HandleCertificate(const nodefl_wire_PeerCertificate& certificate) {
   roles::KeyedPeer* k = keys_.OnCertificate(certificate);
-  if (k == nullptr) return;
+  if (k == nullptr) {
+    HandleMaskPeerCertificate(certificate);  // an answer about a mask peer, or nobody's
+    return;
+  }
   ++keys_settled_;
   if (k->state != roles::PeerKeyState::kReady) ++stats_.key_failures;
   TrainPeer* peer = FindPeer(k->id);
@@ -326,7 +589,7 @@ void LumosTrainRole::HandleCertificate(const nodefl_wire_PeerCertificate& certif
   const uint8_t size = peer->held_size;
   peer->held_size = 0;
   if (k->state == roles::PeerKeyState::kReady) {
-    OpenHeld(*peer, *k, ConstByteSpan(peer->held, size));
+    OpenRelayed(peer->id, *k, ConstByteSpan(peer->held, size));
   } else {
     ++stats_.rejected;
   }
@@ -401,6 +664,14 @@ void LumosTrainRole::StartEpoch(const TrainParameters& p, uint32_t round) {
   epoch_ = p.epoch;
   epoch_round_ = round;
   epoch_train_ = p.train;
+  // The codes come with every epoch (the server sizes them for the devices
+  // it asks); the setup said whether this job sums securely at all.
+  secure_epoch_ = p.train && p.secure_sum && params_.secure_sum && client_ != nullptr;
+  secure_clip_ = p.secure_clip;
+  secure_scale_log2_ = p.secure_scale_log2;
+  secure_loss_scale_log2_ = p.secure_loss_scale_log2;
+  epoch_aggregation_ = 0;
+  secure_input_set_ = false;
   step_ = EpochStep::kParams;
   params_next_ = 0;
   pooled_ = false;
@@ -578,8 +849,12 @@ void LumosTrainRole::TryFinishLink() {
 
 // ---- Messages -------------------------------------------------------------------------------
 
-void LumosTrainRole::HandleData(const nodefl_wire_JobData& data) {
+void LumosTrainRole::HandleData(const nodefl_wire_JobData& data, uint32_t round) {
   const ConstByteSpan bytes = protocol::BytesOf(data.data);
+  if (secagg::IsAggregationKind(data.kind)) {
+    OnAggregationRecord(data.kind, bytes, round);
+    return;
+  }
   if (data.kind == kTrainPartners) {
     AddPartners(bytes);
     return;
@@ -607,13 +882,17 @@ void LumosTrainRole::HandleData(const nodefl_wire_JobData& data) {
 
 void LumosTrainRole::HandleDelivery(const nodefl_wire_Envelope& message) {
   const nodefl_wire_RelayDeliver& d = message.body.relay_deliver;
-  TrainPeer* peer = FindPeer(d.src);
-  roles::KeyedPeer* k = keys_.Find(d.src);
-  if (peer == nullptr || k == nullptr || message.job_id != job_id_) {
+  if (message.job_id != job_id_) {
     ++stats_.rejected;
     return;
   }
   const ConstByteSpan sealed = protocol::BytesOf(d.sealed);
+  TrainPeer* peer = FindPeer(d.src);
+  roles::KeyedPeer* k = keys_.Find(d.src);
+  if (peer == nullptr || k == nullptr) {
+    HandleMaskPeerDelivery(d.src, sealed);
+    return;
+  }
   if (k->state != roles::PeerKeyState::kReady) {
     // Only a notice can come this early (everything else follows one from
     // us, sent with our keys settled); keep it sealed until ours are.
@@ -626,24 +905,36 @@ void LumosTrainRole::HandleDelivery(const nodefl_wire_Envelope& message) {
     ++stats_.rejected;
     return;
   }
-  OpenHeld(*peer, *k, sealed);
+  OpenRelayed(peer->id, *k, sealed);
 }
 
-void LumosTrainRole::OpenHeld(TrainPeer& peer, roles::KeyedPeer& k, ConstByteSpan sealed) {
-  const uint32_t src = peer.id;
+void LumosTrainRole::OpenRelayed(uint32_t src, roles::KeyedPeer& k, ConstByteSpan sealed) {
   uint64_t counter = 0;
   Result<size_t> opened = seal::Open(k.job_keys, src, own_id_, job_id_, sealed,
                                      ByteSpan(plain_, sizeof(scratch_words_)), &counter);
-  if (!opened.ok() || *opened < kTrainMessageHeaderBytes) {
+  if (!opened.ok() || *opened == 0 || !k.window.Accept(counter).ok()) {
     ++stats_.rejected;
     return;
   }
-  if (!k.window.Accept(counter).ok()) {
+  const ConstByteSpan plaintext(plain_, *opened);
+  // The aggregation's peer messages carry their own tag, which no
+  // TrainMessageType uses; only neighbours and partners send the rest.
+  if (plaintext[0] == secagg::kAggPeerMessageTag) {
+    if (client_ == nullptr) {
+      ++stats_.rejected;
+      return;
+    }
+    ++stats_.messages_received;
+    (void)client_->OnPeerMessage(src, plaintext);  // the client counts what it refuses
+    return;
+  }
+  TrainPeer* peer = FindPeer(src);
+  if (peer == nullptr || *opened < kTrainMessageHeaderBytes) {
     ++stats_.rejected;
     return;
   }
   ++stats_.messages_received;
-  OnPeerMessage(peer, ConstByteSpan(plain_, *opened));
+  OnPeerMessage(*peer, plaintext);
 }
 
 void LumosTrainRole::OnPeerMessage(TrainPeer& peer, ConstByteSpan m) {
@@ -745,7 +1036,7 @@ Status LumosTrainRole::OnMessage(const nodefl_wire_Envelope& message, device::De
       HandleDelivery(message);
       return Status::Ok();
     case nodefl_wire_Envelope_job_data_tag:
-      if (message.job_id == job_id_) HandleData(message.body.job_data);
+      if (message.job_id == job_id_) HandleData(message.body.job_data, message.round);
       return Status::Ok();
     default:
       return Status::Unimplemented();
@@ -762,11 +1053,17 @@ Status LumosTrainRole::SendMessage(TrainPeer& peer, TrainMessageType type, Const
   plain_[0] = static_cast<uint8_t>(type);
   StoreU32Le(type == TrainMessageType::kKeepNotice || type == TrainMessageType::kFeatures ? 0 : epoch_, plain_ + 1);
   for (size_t i = 0; i < body.size(); ++i) plain_[kTrainMessageHeaderBytes + i] = body[i];
+  return SealAndRelay(peer.id, *k, ConstByteSpan(plain_, kTrainMessageHeaderBytes + body.size()), session);
+}
+
+// One device-wide counter for every seal of the job (training messages and
+// aggregation messages alike), so no counter repeats under any key.
+Status LumosTrainRole::SealAndRelay(uint32_t dst, roles::KeyedPeer& k, ConstByteSpan plaintext,
+                                    device::DeviceSession& session) {
   nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_relay_send_tag, job_id_, epoch_round_ ? epoch_round_ : 1);
-  m.body.relay_send.dst = peer.id;
-  const seal::SealHeader header{own_id_, peer.id, job_id_, next_counter_};
-  Result<size_t> sealed = seal::Seal(k->job_keys, header, ConstByteSpan(plain_, kTrainMessageHeaderBytes + body.size()),
-                                     ByteSpan(m.body.relay_send.sealed.bytes));
+  m.body.relay_send.dst = dst;
+  const seal::SealHeader header{own_id_, dst, job_id_, next_counter_};
+  Result<size_t> sealed = seal::Seal(k.job_keys, header, plaintext, ByteSpan(m.body.relay_send.sealed.bytes));
   if (!sealed.ok()) return sealed.status();
   m.body.relay_send.sealed.size = static_cast<pb_size_t>(*sealed);
   NODEFL_TRY(session.Send(m));
@@ -837,6 +1134,7 @@ Status LumosTrainRole::FlushPeer(TrainPeer& peer, device::DeviceSession& session
 }
 
 Status LumosTrainRole::Upload(device::DeviceSession& session) {
+  if (secure_epoch_) return UploadSecure(session);
   // Gradient records (train epochs), then the metrics: the server adds a
   // device's contribution when its metrics arrive.
   while (epoch_train_ && upload_cursor_ < grads_.size() && session.CanSend()) {
@@ -907,6 +1205,7 @@ Status LumosTrainRole::Report(device::DeviceSession& session, uint32_t round, St
 
 void LumosTrainRole::OnSessionRestart(bool) {
   keys_.OnRestart();
+  mask_keys_.OnRestart();
   if (phase_ != Phase::kIdle && phase_ != Phase::kDone) job_key_.OnSessionRestart();
   report_.OnSessionRestart();
 }
@@ -918,11 +1217,14 @@ Status LumosTrainRole::OnPoll(uint64_t, device::DeviceSession& session) {
   // Keys: our job key first, then the neighbours'.
   NODEFL_TRY(job_key_.SendIfDue(session, 1));
   if (!job_key_.due()) {
-    while (keys_.has_wanted() && session.CanSend() && keys_.outstanding() < kMaxOutstandingKeyRequests) {
-      nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, 1);
-      if (keys_.FillRequest(&m.body.peer_key_request, kMaxOutstandingKeyRequests) == 0) break;
-      NODEFL_TRY(session.Send(m));
+    NODEFL_TRY(SendKeyRequests(keys_, kMaxOutstandingKeyRequests, session));
+    // Mask peers share the bound on requests in flight.
+    const uint32_t in_flight = keys_.outstanding();
+    if (in_flight < kMaxOutstandingKeyRequests) {
+      NODEFL_TRY(SendKeyRequests(mask_keys_, kMaxOutstandingKeyRequests - in_flight, session));
     }
+    // Reveals come after this device's epoch is over: drain in any phase.
+    NODEFL_TRY(DrainAggregation(session));
   }
   // Link task: the partners are known once the assignment (sent after
   // them) is in.
@@ -965,10 +1267,7 @@ Status LumosTrainRole::OnPoll(uint64_t, device::DeviceSession& session) {
     if (!refusal_.ok() || (sent && features_got_ >= features_needed_)) {
       NODEFL_TRY(Report(session, 1, refusal_));
       phase_ = refusal_.ok() ? Phase::kSetupReported : Phase::kDone;
-      if (!refusal_.ok()) {
-        keys_.EndJob();
-        job_key_.End();
-      }
+      if (!refusal_.ok()) EndJobKeys();
     }
     return Status::Ok();
   }
@@ -1023,8 +1322,7 @@ Status LumosTrainRole::OnPoll(uint64_t, device::DeviceSession& session) {
     if (summary_sent_ && session.CanSend()) {
       NODEFL_TRY(Report(session, report_round_, Status::Ok()));
       phase_ = Phase::kDone;
-      keys_.EndJob();
-      job_key_.End();
+      EndJobKeys();
     }
   }
   return Status::Ok();

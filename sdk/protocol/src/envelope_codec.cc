@@ -129,7 +129,8 @@ bool IsKnownJobKind(uint32_t kind) {
          kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_LUMOS_TRIM) ||
          kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_LUMOS_MCMC) ||
          kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_LUMOS_TRAIN) ||
-         kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_SECURE_AGGREGATE);
+         kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_SECURE_AGGREGATE) ||
+         kind == static_cast<uint32_t>(nodefl_wire_JobKind_JOB_KIND_KCAGC);
 }
 
 Status CheckEnvelope(const nodefl_wire_Envelope& env) {

@@ -146,7 +146,11 @@ Status EmulatedDevice::Init() {
   NODEFL_TRY(session_->AddRole(*role_));
 
   const uint8_t noise_personal[5] = {'n', personal[0], personal[1], personal[2], personal[3]};
-  NODEFL_TRY(noise_drbg_.SeedFromEntropy(HostEntropy(), ConstByteSpan(noise_personal)));
+  if (fleet_.noise_seed != 0) {
+    NODEFL_TRY(noise_drbg_.SeedDeterministic(fleet_.noise_seed, setup_.id));
+  } else {
+    NODEFL_TRY(noise_drbg_.SeedFromEntropy(HostEntropy(), ConstByteSpan(noise_personal)));
+  }
   ledger_entries_.resize(8);
   ledger_ = std::make_unique<PrivacyLedger>(Span<LedgerEntry>(ledger_entries_), fleet_.budget);
   NODEFL_TRY_ASSIGN(fedwalk::HctStorage hct_storage, fedwalk::Carve(arena, hct_sizing));
@@ -222,6 +226,10 @@ Status EmulatedDevice::Init() {
     lumos::TrainParameters widest_link = widest;
     widest_link.task = lumos::TrainTask::kLink;
     widest_link.classes = 0;
+    // ... and with secure sum's input vector when the devices have room for
+    // mask peers.
+    const uint32_t mask_peers = fleet_.train_secagg_peers;
+    widest.secure_sum = widest_link.secure_sum = mask_peers > 0;
     const uint32_t partners = fleet_.train_partners;
     train_memory_.resize(std::max(lumos::TrainRoleMemory(widest, neighbours, neighbours),
                                   lumos::TrainRoleMemory(widest_link, neighbours, neighbours, partners)));
@@ -232,6 +240,22 @@ Status EmulatedDevice::Init() {
         ByteSpan(train_memory_), credentials_, &crypto::DrbgRandom, &drbg_, noise_drbg_, *ledger_);
     if (fleet_.shared_pair_keys != nullptr) train_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
     train_role_->SetLinkMemory(Span<lumos::TrainPeer>(train_partners_), Span<roles::KeyedPeer>(train_partner_keys_));
+    if (mask_peers > 0) {
+      train_agg_peers_.resize(mask_peers);
+      train_agg_shares_.resize(2 * size_t{mask_peers});
+      train_agg_points_.resize(mask_peers);
+      train_agg_keys_.resize(mask_peers);
+      train_agg_held_.resize(std::min<uint32_t>(mask_peers, 64));
+      lumos::TrainSecureSumMemory memory;
+      memory.peers = Span<secagg::AggregationPeer>(train_agg_peers_);
+      memory.shares = Span<secagg::Share>(train_agg_shares_);
+      memory.points = Span<uint64_t>(train_agg_points_);
+      memory.keys = Span<roles::KeyedPeer>(train_agg_keys_);
+      memory.held = Span<lumos::HeldAggregationMessage>(train_agg_held_);
+      // The TLS DRBG, as the secure-aggregate role's client: round keys and
+      // shares are key material, not noise.
+      train_role_->SetSecureSumMemory(memory, drbg_);
+    }
     NODEFL_TRY(train_role_->Init());
     train_role_->SetData(Span<const float>(setup_.features), setup_.label);
     NODEFL_TRY(session_->AddRole(*train_role_));
@@ -255,6 +279,16 @@ Status EmulatedDevice::Init() {
     if (fleet_.shared_pair_keys != nullptr) secagg_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
     NODEFL_TRY(session_->AddRole(*secagg_role_));
   }
+  if (fleet_.job == "kcagc") {
+    // A kCAGC participant: device l holds participant l's data (kcagc_fleet.h).
+    if (fleet_.kcagc_participants == nullptr || setup_.id >= fleet_.kcagc_participants->size()) {
+      return Status::InvalidArgument();
+    }
+    kcagc_role_ = std::make_unique<kcagc::ParticipantRole>(setup_.id, (*fleet_.kcagc_participants)[setup_.id],
+                                                           credentials_, drbg_);
+    if (fleet_.shared_pair_keys != nullptr) kcagc_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
+    NODEFL_TRY(session_->AddRole(*kcagc_role_));
+  }
   return Status::Ok();
 }
 
@@ -273,6 +307,7 @@ bool EmulatedDevice::finished() const {
   if (fleet_.job == "fedwalk") return walk_role_ && walk_role_->finished();
   if (fleet_.job == "secure-compare") return compare_role_ && compare_role_->finished();
   if (fleet_.job == "secure-aggregate") return secagg_role_ && secagg_role_->finished();
+  if (fleet_.job == "kcagc") return kcagc_role_ && kcagc_role_->finished();
   if (fleet_.job == "lumos-trees") {
     if (train_role_) return train_role_->finished();
     return (trim_role_ && trim_role_->finished()) || (mcmc_role_ && mcmc_role_->finished());

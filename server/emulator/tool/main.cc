@@ -23,6 +23,7 @@
 
 #include "nodefl/core/sorted_search.h"
 #include "nodefl/emulator/emulated_device.h"
+#include "nodefl/emulator/kcagc_fleet.h"
 #include "nodefl/host/cli/flag_parser.h"
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/host/pki/device_bundle.h"
@@ -62,8 +63,12 @@ struct Options {
   uint32_t train_hidden = 16;
   uint32_t train_out = 16;
   uint32_t train_partners = 8;
+  uint32_t train_secagg_peers = 0;
+  uint64_t noise_seed = 0;  // 0: each device's noise from entropy
   uint32_t secagg_peers = 64;
   uint32_t secagg_length = 10000;
+  uint32_t participants = 2;  // kcagc: L
+  uint64_t kcagc_seed = 1;    // kcagc: the column split's seed (the server's kcagc_seed)
 };
 
 void PrintHelp() {
@@ -91,7 +96,8 @@ void PrintHelp() {
       "                           the exact method or the paper's MCMC, as the server's\n"
       "                           lumos_method says; docs/lumos.md), or secure-aggregate\n"
       "                           (secure aggregation of synthetic vectors, checked by the\n"
-      "                           server; docs/secure-aggregation.md)\n"
+      "                           server; docs/secure-aggregation.md), or kcagc (kCAGC\n"
+      "                           clustering among --participants organisations; docs/kcagc.md)\n"
       "  --fedwalk-mode M         fedwalk: the server's fedwalk_mode: strict (default; the\n"
       "                           devices upload noised cluster histograms, the server walks)\n"
       "                           or paper (tree, then device-to-device walks; implies\n"
@@ -109,11 +115,21 @@ void PrintHelp() {
       "                           features.tsv and labels.tsv\n"
       "  --train-partners N       link prediction: partners each device has room for (default\n"
       "                           8; the server's lumos_negatives + lumos_eval_negatives)\n"
+      "  --train-secagg-peers N   Lumos training with the server's lumos_secure_sum: mask peers\n"
+      "                           each device has room for (default 0: none, and the devices\n"
+      "                           refuse a secure-sum job; the server gives each device about\n"
+      "                           lumos_secure_peers, 2 ceil(log2 n) by default, plus a few:\n"
+      "                           64 covers 10,000 devices)\n"
       "  --secagg-peers N         secure-aggregate: mask peers each device has room for\n"
       "                           (default 64; at least the server's secagg_peers, or n - 1\n"
       "                           for the full graph)\n"
       "  --secagg-length N        secure-aggregate: the longest vector a device has room for\n"
       "                           (default 10000; at least the server's secagg_length)\n"
+      "  --participants L         kcagc: devices 0..L-1 are the participants, each with the\n"
+      "                           whole graph and its share of the feature columns (default 2;\n"
+      "                           the server's job_quorum must be L)\n"
+      "  --kcagc-seed S           kcagc: seed of the column split, as nodefl-kcagc-sim's --seed\n"
+      "                           (default 1; give the server's kcagc_seed)\n"
       "  --train-hidden N, --train-out N  widths the devices make room for (default 16; the\n"
       "                           server's lumos model must not be wider)\n"
       "  --keep-tree              fedwalk-hct: every device also keeps the published tree\n"
@@ -135,6 +151,10 @@ void PrintHelp() {
       "                           default)\n"
       "  --unlimited-budget       no limits at all and exact releases allowed: the paper's\n"
       "                           mechanisms as published, for comparison runs\n"
+      "  --noise-seed S           seed every device's noise generator (encodings, randomised\n"
+      "                           response, dropout) from S and its id instead of entropy, so\n"
+      "                           that two runs draw the same noise (comparison runs only: S\n"
+      "                           replays every draw; default: entropy)\n"
       "  --help                   this text\n"
       "\n"
       "Exit status: 0 when every device finished its job (neighbour-echo: with every\n"
@@ -244,10 +264,10 @@ std::optional<Options> Parse(int argc, char** argv) {
       o.job = v;
       if (o.job != "neighbour-echo" && o.job != "fedwalk-hct" && o.job != "fedwalk" &&
           o.job != "fedwalk-histograms" && o.job != "secure-compare" && o.job != "lumos-trees" &&
-          o.job != "secure-aggregate") {
+          o.job != "secure-aggregate" && o.job != "kcagc") {
         std::fprintf(stderr,
                      "nodefl-emulate: --job is neighbour-echo, fedwalk-hct, fedwalk, fedwalk-histograms, "
-                     "secure-compare, lumos-trees or secure-aggregate, not '%s'\n",
+                     "secure-compare, lumos-trees, secure-aggregate or kcagc, not '%s'\n",
                      v);
         return std::nullopt;
       }
@@ -265,6 +285,22 @@ std::optional<Options> Parse(int argc, char** argv) {
       auto n = count(nodefl::secagg::kMaxAggLength);
       if (!n) return std::nullopt;
       o.secagg_length = static_cast<uint32_t>(*n);
+    } else if (arg == "--participants") {
+      const auto n = count(1024, 2);
+      if (!n) return std::nullopt;
+      o.participants = static_cast<uint32_t>(*n);
+    } else if (arg == "--kcagc-seed") {
+      const auto n = count(UINT64_MAX, 0);
+      if (!n) return std::nullopt;
+      o.kcagc_seed = *n;
+    } else if (arg == "--noise-seed") {
+      const auto n = count(UINT64_MAX);
+      if (!n) return std::nullopt;
+      o.noise_seed = *n;
+    } else if (arg == "--train-secagg-peers") {
+      const auto n = count(nodefl::secagg::kMaxAggPeers);
+      if (!n) return std::nullopt;
+      o.train_secagg_peers = static_cast<uint32_t>(*n);
     } else if (arg == "--train-partners") {
       const auto n = count(512);
       if (!n) return std::nullopt;
@@ -335,7 +371,19 @@ int main(int argc, char** argv) {
                  opt->graph.c_str(), g.num_feature_dims);
     return 1;
   }
-  const uint32_t n = opt->devices == 0 ? g.num_nodes : std::min(opt->devices, g.num_nodes);
+  // kcagc: L participants (devices 0..L-1), not one device per node.
+  std::vector<nodefl::kcagc::ParticipantData> kcagc_participants;
+  if (opt->job == "kcagc") {
+    const std::string why =
+        nodefl::emulator::MakeKcagcParticipants(g, opt->participants, opt->kcagc_seed, &kcagc_participants);
+    if (!why.empty()) {
+      std::fprintf(stderr, "nodefl-emulate: %s\n", why.c_str());
+      return 1;
+    }
+  }
+  const uint32_t n = opt->job == "kcagc" ? opt->participants
+                     : opt->devices == 0 ? g.num_nodes
+                                         : std::min(opt->devices, g.num_nodes);
 
   std::string note;
   if (const uint64_t files = nodefl::host::net::RaiseOpenFileLimit(&note); files < uint64_t{n} + 64) {
@@ -395,8 +443,11 @@ int main(int argc, char** argv) {
   fleet.train_hidden = opt->train_hidden;
   fleet.train_out = opt->train_out;
   fleet.train_partners = opt->train_partners;
+  fleet.train_secagg_peers = opt->train_secagg_peers;
+  fleet.noise_seed = opt->noise_seed;
   fleet.secagg_peers = opt->secagg_peers;
   fleet.secagg_length = opt->secagg_length;
+  fleet.kcagc_participants = &kcagc_participants;
   fleet.train_features = g.num_feature_dims;
   fleet.train_classes = g.num_label_classes;
   nodefl::emulator::SharedPairKeys shared_pair_keys;
@@ -445,6 +496,11 @@ int main(int argc, char** argv) {
   if (opt->job != "neighbour-echo") {
     std::printf("emulating %u devices of %s for %s against %s:%u\n", n, g.name.c_str(), opt->job.c_str(),
                 opt->host.c_str(), opt->port);
+    // Which randomness the devices' noise draws from (docs/privacy.md).
+    if (opt->noise_seed != 0) {
+      std::printf("device noise: DETERMINISTIC from seed %llu (reproducible, not private)\n",
+                  static_cast<unsigned long long>(opt->noise_seed));
+    }
   } else {
     std::printf("emulating %u devices of %s (%llu sealed messages expected: directed edges x %u) against %s:%u\n",
                 n, g.name.c_str(), static_cast<unsigned long long>(expected), opt->messages_per_edge,
@@ -611,7 +667,10 @@ int main(int argc, char** argv) {
   // secure-aggregate: the server checks the sums; the devices must all
   // finish and refuse nothing.
   const bool secagg = opt->job == "secure-aggregate";
-  const bool verified = secagg    ? unfinished == 0 && stats.secagg_refused.load() == 0
+  bool kcagc_agreed = false;
+  if (opt->job == "kcagc") std::printf("%s\n", nodefl::emulator::KcagcFleetSummary(devices, &kcagc_agreed).c_str());
+  const bool verified = opt->job == "kcagc" ? unfinished == 0 && kcagc_agreed
+                        : secagg    ? unfinished == 0 && stats.secagg_refused.load() == 0
                         : lumos     ? unfinished == 0 && stats.compare_aborted.load() == 0 && uncovered == 0
                         : compare ? unfinished == 0 && stats.compare_aborted.load() == 0
                         : strict_fedwalk ? unfinished == 0 && stats.histogram_failures.load() == 0
@@ -723,7 +782,8 @@ int main(int argc, char** argv) {
               all_connected_s, all_connected_s > 0 ? n / all_connected_s : 0.0,
               connected ? stats.handshake_us_total.load() / 1000.0 / connected : 0.0, elapsed(), peak_kib / 1024.0,
               n ? peak_kib / n : 0.0,
-              verified ? (lumos ? "VERIFIED: every device finished both stages, every edge kept by at least one end"
+              verified ? (opt->job == "kcagc" ? "VERIFIED: every participant received the same final clustering"
+                  : lumos ? "VERIFIED: every device finished both stages, every edge kept by at least one end"
                   : compare ? "VERIFIED: every device finished, no comparison session aborted"
                   : strict_fedwalk ? "VERIFIED: every device made its strict FedWalk histogram releases"
                   : opt->job == "fedwalk" ? "VERIFIED: every device completed the FedWalk tree and walk jobs"

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "nodefl/server/jobs/fedwalk_kind.h"
+#include "nodefl/server/jobs/kcagc_kind.h"
 #include "nodefl/server/jobs/lumos_kind.h"
 #include "nodefl/server/jobs/neighbour_echo_kind.h"
 #include "nodefl/server/jobs/secure_aggregate_kind.h"
@@ -16,7 +17,7 @@ namespace nodefl::server::jobs {
 const std::vector<const JobKind*>& JobKinds() {
   static const std::vector<const JobKind*> kinds = {&NeighbourEchoKind(), &FedWalkKind(), &FedWalkHctKind(),
                                                     &FedWalkHistogramsKind(), &SecureCompareKind(),
-                                                    &LumosTreesKind(), &SecureAggregateKind()};
+                                                    &LumosTreesKind(), &SecureAggregateKind(), &KcagcKind()};
   return kinds;
 }
 
@@ -26,6 +27,7 @@ void InstallJobOptions(ServerConfig& config) {
   (void)Options<SecureCompareJobConfig>(config);
   (void)Options<LumosJobConfig>(config);
   (void)Options<SecureAggregateJobConfig>(config);
+  (void)Options<KcagcJobConfig>(config);
 }
 
 const JobKind* FindJobKind(std::string_view name) {

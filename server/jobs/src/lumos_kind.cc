@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "nodefl/gnn/model.h"
+#include "nodefl/protocol/secagg/aggregation_format.h"
 #include "nodefl/server/jobs/lumos_mcmc_job.h"
 #include "nodefl/server/jobs/lumos_train_job.h"
 #include "nodefl/server/jobs/lumos_trim_job.h"
@@ -17,7 +18,7 @@ namespace {
 
 using C = LumosJobConfig;
 
-constexpr std::array<OptionSpec<C>, 21> kSpecs = {{
+constexpr std::array<OptionSpec<C>, 25> kSpecs = {{
     {"lumos_privacy", &C::privacy,
      "lumos-trees: strict (comparison results and kept lists stay on the devices) or paper (both reported)"},
     {"lumos_method", &C::method,
@@ -52,6 +53,18 @@ constexpr std::array<OptionSpec<C>, 21> kSpecs = {{
     {"lumos_projection", &C::projection,
      "lumos-trees training: dimensions of the public random projection of the features before encoding (0: none)"},
     {"lumos_projection_seed", &C::projection_seed, "lumos-trees training: seed of that projection"},
+    {"lumos_secure_sum", &C::secure_sum,
+     "lumos-trees training (node or link): sum the devices' gradients and metrics through secure aggregation, so "
+     "that the server learns only their sums: the strict way to hide each device's gradient (robust mode, sparse "
+     "mask graph; docs/lumos.md)"},
+    {"lumos_secure_clip", &C::secure_clip,
+     "lumos-trees training with lumos_secure_sum: each value of a device's gradient contribution is clipped to "
+     "+-this before the fixed-point code (the clipped values are counted); the code's scale follows from it and the "
+     "devices asked (1024: above the largest value measured on Cora, 520)"},
+    {"lumos_secure_peers", &C::secure_peers,
+     "lumos-trees training with lumos_secure_sum: mask peers per device (0 = 2 * ceil(log2 n))"},
+    {"lumos_secure_threshold", &C::secure_threshold,
+     "lumos-trees training with lumos_secure_sum: shares that rebuild a secret (0 = a strict majority of the peers)"},
 }};
 
 gnn::ModelShape ShapeOf(const C& c) {
@@ -68,7 +81,10 @@ std::string ValidateTraining(const C& c) {
   }
   if (c.model != "gcn" && c.model != "gat") return "lumos_model: '" + c.model + "' is not gcn or gat";
   if (c.tree != "tree" && c.tree != "ego") return "lumos_tree: '" + c.tree + "' is not tree or ego";
-  if (c.train == "off") return {};
+  if (c.train == "off") {
+    if (c.secure_sum) return "lumos_secure_sum: needs lumos_train=node or link (it sums the training's gradients)";
+    return {};
+  }
   if (c.features == 0) {
     return "lumos_features: required with lumos_train=" + c.train + " (the dataset's feature dimension)";
   }
@@ -91,6 +107,16 @@ std::string ValidateTraining(const C& c) {
     return "lumos_label_epsilon: must be positive and finite";
   }
   if (c.epoch_deadline_ms == 0) return "lumos_epoch_deadline_ms: must be at least 1";
+  // The contract carries the clip as float32 and a scale of at least 2^-120.
+  if (!std::isfinite(c.secure_clip) || c.secure_clip <= 0 || c.secure_clip > 1e30) {
+    return "lumos_secure_clip: must be positive and finite";
+  }
+  if (c.secure_peers > nodefl::secagg::kMaxAggPeers) {
+    return "lumos_secure_peers: at most " + std::to_string(nodefl::secagg::kMaxAggPeers);
+  }
+  if (c.secure_peers != 0 && c.secure_threshold > c.secure_peers) {
+    return "lumos_secure_threshold: at most lumos_secure_peers (a secret is shared among the peers)";
+  }
   gnn::ModelShape model = ShapeOf(c);
   if (c.projection != 0) model.features = c.projection;
   if (!gnn::LayoutOf(model).ok()) {
@@ -143,6 +169,10 @@ std::unique_ptr<Job> MakeTrain(const ServerConfig& config, uint64_t job_id, cons
   options.split_seed = c.split_seed;
   options.projection = static_cast<uint16_t>(c.projection);  // <= 65535 (Validate)
   options.projection_seed = c.projection_seed;
+  options.secure_sum = c.secure_sum;
+  options.secure_clip = static_cast<float>(c.secure_clip);  // positive, finite, within float (Validate)
+  options.secure_peers = c.secure_peers;
+  options.secure_threshold = c.secure_threshold;
   if (c.train == "link") {
     options.task = nodefl::lumos::TrainTask::kLink;
     options.negatives = static_cast<uint8_t>(c.negatives);  // 1 .. 32 (Validate)

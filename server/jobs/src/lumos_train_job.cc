@@ -11,12 +11,15 @@
 #include <utility>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/protocol/limits.h"
+#include "nodefl/secagg/fixed_point.h"
 #include "nodefl/server/lumos/training/central.h"
 
 namespace nodefl::server::jobs {
 
 namespace tf = nodefl::lumos;
 namespace sl = nodefl::server::lumos;
+namespace sa = nodefl::secagg;
 
 namespace {
 
@@ -32,6 +35,47 @@ uint64_t ParamsBytes(size_t total) {
   const uint64_t records = (total + tf::kTrainFloatsPerRecord - 1) / tf::kTrainFloatsPerRecord;
   return 4 * records + 4 * uint64_t{total};
 }
+
+// Secure sum: the largest power of two 2^k with n codes of |x| <= clip
+// summing below 2^31 (secagg/fixed_point.h, MaxSummands), k within the
+// contract's signed byte; false when none is.
+bool ScaleLog2For(float clip, size_t n, int8_t* out) {
+  for (int k = 30; k >= -120; --k) {
+    sa::FixedPoint code;
+    code.clip = clip;
+    code.scale = static_cast<float>(std::ldexp(1.0, k));
+    if (sa::MaxSummands(code) >= n) {
+      *out = static_cast<int8_t>(k);
+      return true;
+    }
+  }
+  return false;
+}
+
+sa::FixedPoint CodeOf(float clip, int8_t scale_log2) {
+  sa::FixedPoint code;
+  code.clip = clip;
+  code.scale = static_cast<float>(std::ldexp(1.0, scale_log2));
+  return code;
+}
+
+// A word of integer counts, read as the signed sum it is.
+int64_t Signed(uint32_t word) { return word >= 0x80000000u ? int64_t{word} - (int64_t{1} << 32) : int64_t{word}; }
+
+std::string AbortName(sa::AbortReason r) {
+  switch (r) {
+    case sa::AbortReason::kExcluded: return "excluded";
+    case sa::AbortReason::kTooFewSurvivors: return "too-few-survivors";
+    case sa::AbortReason::kLate: return "late";
+    case sa::AbortReason::kUnmaskFailed: return "unmask-failed";
+    case sa::AbortReason::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+// The most devices whose counts (at most kTrainSecureCountClip each) sum
+// below 2^31.
+constexpr size_t kMaxSecureDevices = 0x7fffffffu / tf::kTrainSecureCountClip;
 
 // The first epoch, or a validation score above the best so far. Link mode's
 // AUC is NaN while a side has no score: it never beats a defined one.
@@ -78,6 +122,12 @@ std::vector<uint8_t> LumosTrainJob::Parameters(tf::TrainPhase phase, uint32_t ep
     p.eval_negatives = options_.eval_negatives;
     p.edge_seed = options_.edge_seed;
   }
+  if (options_.secure_sum) {
+    p.secure_sum = true;
+    p.secure_clip = options_.secure_clip;
+    p.secure_scale_log2 = secure_scale_log2_;
+    p.secure_loss_scale_log2 = secure_loss_scale_log2_;
+  }
   std::vector<uint8_t> out(tf::kTrainParametersBytes);
   if (!tf::EncodeTrainParameters(p, ByteSpan(out)).ok()) out.clear();
   return out;
@@ -120,6 +170,19 @@ std::vector<RoundStart> LumosTrainJob::Begin(uint64_t now_us) {
   }
   layout_ = *layout;
   std::random_device rd;
+  if (options_.secure_sum) {
+    if (participants_.size() > kMaxSecureDevices) {
+      Fail("secure sum: more devices than the counts' code allows (" + std::to_string(kMaxSecureDevices) + ")", now_us);
+      return {};
+    }
+    if (tf::TrainSecureLength(static_cast<uint32_t>(layout_.total)) > sa::kMaxAggLength ||
+        !PickSecureScales(participants_.size())) {
+      Fail("secure sum: the model is longer than an aggregation, or lumos_secure_clip has no code", now_us);
+      return {};
+    }
+    // Rounds never repeat across jobs: a fresh salt, mixed with the id.
+    service_ = std::make_unique<secagg::AggregationService>((uint64_t{rd()} << 32 | rd()) ^ options_.job_id);
+  }
   uint64_t seed = options_.seed;
   if (seed == 0) seed = (uint64_t{rd()} << 32) ^ rd();
   params_ = sl::InitialParameters(layout_, seed);
@@ -212,6 +275,12 @@ std::vector<RoundStart> LumosTrainJob::OnReport(uint32_t device, uint32_t round,
       summary_.refused.push_back(device);
     }
     MarkDone(d);
+  } else if (SecureEpoch() && round == EpochRound(epoch_) && d.asked && !d.done && !d.inactive) {
+    // Secure sum: the device's masked vector is out (OK) or its part
+    // ended without one. A failure leaves the aggregation now rather than
+    // at its step's deadline; the aggregation decides who counts.
+    d.done = true;
+    if (!ok && aggregation_ != 0) service_->MarkUnreachable(device, now_us);
   } else if (phase_ == Phase::kEpoch && round == EpochRound(epoch_) && d.asked && !d.done && !d.inactive) {
     // A report before the metrics: the device failed this epoch (or broke
     // the contract's order); either way nothing of it counts.
@@ -241,6 +310,7 @@ std::vector<RoundStart> LumosTrainJob::OnUpload(uint32_t device, uint32_t round,
     return {};
   }
   Device& d = it->second;
+  if (sa::IsAggregationKind(kind)) return OnAggregationRecord(device, kind, bytes, now_us);
   switch (kind) {
     case tf::kTrainGradient:
       return OnGradient(device, round, bytes);
@@ -272,6 +342,10 @@ std::vector<RoundStart> LumosTrainJob::OnUpload(uint32_t device, uint32_t round,
 
 std::vector<RoundStart> LumosTrainJob::OnGradient(uint32_t device, uint32_t round, const std::vector<uint8_t>& bytes) {
   Device& d = devices_.at(device);
+  if (SecureEpoch()) {
+    ++summary_.protocol_errors;  // secure sum: a gradient goes through the aggregation only
+    return {};
+  }
   if (phase_ != Phase::kEpoch || round != EpochRound(epoch_) || !d.asked || d.done || d.inactive) {
     ++summary_.ignored;
     return {};
@@ -300,7 +374,10 @@ std::vector<RoundStart> LumosTrainJob::OnGradient(uint32_t device, uint32_t roun
   bytes_up_total_ += bytes.size();
   // The evaluation epoch updates nothing: its records are checked and
   // dropped.
-  if (!d.bad && current_.train) d.chunks.push_back(std::move(chunk));
+  if (!d.bad && current_.train) {
+    for (float v : chunk.values) current_.max_abs_gradient = std::max(current_.max_abs_gradient, double{std::fabs(v)});
+    d.chunks.push_back(std::move(chunk));
+  }
   return {};
 }
 
@@ -349,8 +426,8 @@ std::vector<RoundStart> LumosTrainJob::OnMetrics(uint32_t device, uint32_t round
                                                  uint64_t now_us) {
   Device& d = devices_.at(device);
   Result<tf::TrainMetrics> m = tf::DecodeTrainMetrics(ConstByteSpan(bytes.data(), bytes.size()));
-  if (!m.ok()) {
-    ++summary_.protocol_errors;
+  if (!m.ok() || SecureEpoch()) {
+    ++summary_.protocol_errors;  // secure sum: metrics go through the aggregation only
     return {};
   }
   if (phase_ != Phase::kEpoch || round != EpochRound(epoch_) || m->epoch != epoch_ || !d.asked || d.done ||
@@ -403,7 +480,7 @@ std::vector<RoundStart> LumosTrainJob::OnMetrics(uint32_t device, uint32_t round
   return Poll(now_us);
 }
 
-void LumosTrainJob::CountLinkMetrics(Device& d, const tf::TrainMetrics& m) {
+void LumosTrainJob::CountLinkScores(Device& d) {
   for (size_t k = 0; k + 1 < d.scores.size(); k += 2) {
     const uint8_t kind = d.scores[k];
     ++histogram_[kind - 1][d.scores[k + 1]];
@@ -413,6 +490,11 @@ void LumosTrainJob::CountLinkMetrics(Device& d, const tf::TrainMetrics& m) {
       ++current_.positives[kind];  // kScoreValidationEdge 1, kScoreTestEdge 2: the split's index
     }
   }
+  d.scores.clear();
+}
+
+void LumosTrainJob::CountLinkMetrics(Device& d, const tf::TrainMetrics& m) {
+  CountLinkScores(d);
   if (m.trained) {
     ++current_.trained;
     current_.terms += m.terms;
@@ -441,10 +523,11 @@ std::vector<RoundStart> LumosTrainJob::StartEpoch(uint64_t now_us) {
   bytes_up_total_ = 0;
   uploaders_ = 0;
 
+  aggregation_ = 0;
+
   RoundStart start;
   start.round = EpochRound(epoch_);
   start.deadline_ms = options_.epoch_deadline_ms;
-  start.parameters = Parameters(tf::TrainPhase::kEpoch, epoch_, current_.train);
   // Every device that finished setup, stragglers of earlier epochs and
   // unreachable ones included: they catch up with the current weights.
   for (auto& [id, d] : devices_) {
@@ -457,6 +540,10 @@ std::vector<RoundStart> LumosTrainJob::StartEpoch(uint64_t now_us) {
   }
   current_.devices = static_cast<uint32_t>(start.devices.size());
   waiting_ = current_.devices;
+  // Secure sum: codes for the devices asked (fewer than at setup, never
+  // more), so their sum cannot wrap.
+  if (SecureEpoch()) (void)PickSecureScales(start.devices.size());
+  start.parameters = Parameters(tf::TrainPhase::kEpoch, epoch_, current_.train);
   // The parameters once, copied to every device's stream after its round
   // start.
   std::vector<std::vector<uint8_t>> records;
@@ -470,12 +557,164 @@ std::vector<RoundStart> LumosTrainJob::StartEpoch(uint64_t now_us) {
   for (uint32_t id : start.devices) {
     for (const std::vector<uint8_t>& r : records) data_.push_back(DeviceData{id, start.round, tf::kTrainParams, r});
   }
+  // After the parameters on each stream (TakeData keeps the order).
+  if (SecureEpoch()) StartAggregation(start.devices, now_us);
   std::vector<RoundStart> out;
   out.push_back(std::move(start));
   return out;
 }
 
+// ---- Secure sum ------------------------------------------------------------------------------
+
+bool LumosTrainJob::PickSecureScales(size_t devices) {
+  const size_t n = std::max<size_t>(devices, 1);
+  return ScaleLog2For(options_.secure_clip, n, &secure_scale_log2_) &&
+         ScaleLog2For(tf::kTrainSecureLossClip, n, &secure_loss_scale_log2_);
+}
+
+void LumosTrainJob::StartAggregation(const std::vector<uint32_t>& devices, uint64_t now_us) {
+  secagg::AggregationRequest request;
+  request.devices = devices;
+  request.length = tf::TrainSecureLength(static_cast<uint32_t>(layout_.total));
+  request.mode = sa::AggMode::kRobust;
+  const double n = static_cast<double>(std::max<size_t>(devices.size(), 2));
+  // Bell et al. (CCS'20) need O(log n) peers; the service's default for
+  // the sparse graph, as secure_aggregate_kind.cc has it.
+  request.peers = options_.secure_peers != 0 ? options_.secure_peers
+                                             : 2 * static_cast<uint32_t>(std::ceil(std::log2(n)));
+  request.threshold = options_.secure_threshold;
+  // The upload step waits for the whole epoch's computation.
+  request.step_timeout_us = uint64_t{options_.epoch_deadline_ms} * 1000;
+  request.graph_seed = options_.split_seed * 1000003u + epoch_;  // public, new each epoch
+  aggregation_ = service_->Add(request, now_us);
+  if (aggregation_ == 0) current_.aggregation = "refused: " + service_->last_refusal();
+}
+
+std::vector<RoundStart> LumosTrainJob::OnAggregationRecord(uint32_t device, uint32_t kind,
+                                                           const std::vector<uint8_t>& bytes, uint64_t now_us) {
+  if (service_ == nullptr) {
+    ++summary_.protocol_errors;  // no secure sum in this job
+    return {};
+  }
+  // The service tells late, rejected and accepted records apart and
+  // counts them (its totals).
+  (void)service_->OnRecord(device, kind, std::span<const uint8_t>(bytes.data(), bytes.size()), now_us);
+  return Poll(now_us);
+}
+
+// Records the service queued, to their devices in `round` (after whatever
+// the job queued before them).
+void LumosTrainJob::FlushAggregationRecords(uint32_t round) {
+  if (service_ == nullptr) return;
+  for (secagg::AggRecord& r : service_->TakeRecords()) {
+    data_.push_back(DeviceData{r.device, round, r.kind, std::move(r.bytes)});
+  }
+}
+
+void LumosTrainJob::SettleAggregation() {
+  // What the service still has for the devices belongs to this epoch's
+  // round, before anything of the next.
+  FlushAggregationRecords(EpochRound(epoch_));
+  for (auto& [id, d] : devices_) d.done = false;
+  if (aggregation_ == 0) {
+    ++summary_.aggregations_aborted;
+    return;
+  }
+  const secagg::AggregationResult& r = service_->result(aggregation_);
+  CountAggregationTraffic(r);
+  // Its reporters are the epoch's contributors; everyone else asked
+  // straggled.
+  for (uint32_t id : r.included) {
+    auto it = devices_.find(id);
+    if (it != devices_.end() && it->second.asked) it->second.done = true;
+  }
+  if (r.state != secagg::AggregationState::kDone) {
+    current_.aggregation = "aborted (" + AbortName(r.abort_reason) + "): " + r.message;
+    ++summary_.aggregations_aborted;
+    return;
+  }
+  if (!DecodeSecureSums(r.sum, r.included.size())) {
+    current_.aggregation = "implausible sums";
+    ++summary_.aggregations_aborted;
+    return;
+  }
+  current_.aggregation = "done";
+  ++summary_.aggregations_done;
+  if (link()) {
+    for (auto& [id, d] : devices_) {
+      if (d.done) CountLinkScores(d);
+    }
+  }
+}
+
+// The sums into the epoch's counters. A device can shift the sum by what
+// it puts in (as it could its own gradient without secure sum), but counts
+// that no set of honest devices could give (negative, above the reporters,
+// more correct than labelled) leave the epoch without an update.
+bool LumosTrainJob::DecodeSecureSums(const std::vector<uint32_t>& sum, size_t included) {
+  const size_t n = layout_.total;
+  if (sum.size() != tf::TrainSecureLength(static_cast<uint32_t>(n))) return false;
+  const uint32_t* extra = sum.data() + n;
+  const auto count = [&](uint32_t word) { return Signed(extra[word]); };
+  const int64_t reporters = static_cast<int64_t>(included);
+  const int64_t trained = count(tf::kSecureTrained), terms = count(tf::kSecureTerms);
+  bool plausible = trained >= 0 && trained <= reporters && terms >= trained && count(tf::kSecureClippers) >= 0 &&
+                   count(tf::kSecureClippers) <= reporters && count(tf::kSecureClipped) >= 0;
+  for (int s = 0; s < sl::kSplits; ++s) {
+    const int64_t labelled = count(tf::kSecureLabelled + s), correct = count(tf::kSecureCorrect + s);
+    plausible = plausible && labelled >= 0 && labelled <= reporters && correct >= 0 && correct <= labelled;
+  }
+  if (!plausible) return false;
+  std::vector<float> values(n);
+  float losses[2] = {0, 0};
+  if (!sa::DecodeFixedPointSum(CodeOf(options_.secure_clip, secure_scale_log2_), Span<const uint32_t>(sum.data(), n),
+                               Span<float>(values))
+           .ok() ||
+      !sa::DecodeFixedPointSum(CodeOf(tf::kTrainSecureLossClip, secure_loss_scale_log2_),
+                               Span<const uint32_t>(extra + tf::kSecureLoss, 2), Span<float>(losses))
+           .ok()) {
+    return false;
+  }
+  std::copy(values.begin(), values.end(), sum_.begin());
+  current_.trained = static_cast<uint32_t>(trained);
+  loss_sum_ = losses[0];
+  current_.clippers = static_cast<uint64_t>(count(tf::kSecureClippers));
+  current_.clipped = static_cast<uint64_t>(count(tf::kSecureClipped));
+  if (link()) {
+    current_.terms = static_cast<uint64_t>(terms);
+    loss_terms_ = static_cast<uint64_t>(terms);
+    return true;
+  }
+  validation_loss_sum_ = losses[1];
+  for (int s = 0; s < sl::kSplits; ++s) {
+    current_.labelled[s] = static_cast<uint32_t>(count(tf::kSecureLabelled + s));
+    correct_[s] = static_cast<uint32_t>(count(tf::kSecureCorrect + s));
+  }
+  return true;
+}
+
+// Bytes per device: the aggregation's records both ways, and the sealed
+// peer messages each device relays to its mask peers.
+void LumosTrainJob::CountAggregationTraffic(const secagg::AggregationResult& r) {
+  uint64_t down = 0, peers = 0;
+  for (const auto& [id, t] : r.traffic) {
+    auto it = devices_.find(id);
+    if (it == devices_.end()) continue;
+    Device& d = it->second;
+    if (d.bytes_up == 0 && t.bytes_received > 0) ++uploaders_;
+    d.bytes_up += t.bytes_received;
+    bytes_up_total_ += t.bytes_received;
+    down += t.bytes_sent;
+    peers += service_->PeersOf(aggregation_, id).size();
+  }
+  if (r.traffic.empty()) return;
+  const uint64_t devices = r.traffic.size();
+  current_.bytes_down += down / devices;
+  current_.peer_bytes = peers * (sa::kAggPeerMessageBytes + protocol::kSealedOverheadBytes) / devices;
+}
+
 std::vector<RoundStart> LumosTrainJob::EndEpoch(uint64_t now_us, bool deadline) {
+  if (SecureEpoch()) SettleAggregation();
   current_.deadline = deadline;
   current_.seconds = Seconds(round_started_us_, now_us);
   for (auto& [id, d] : devices_) {
@@ -516,11 +755,14 @@ std::vector<RoundStart> LumosTrainJob::EndEpoch(uint64_t now_us, bool deadline) 
   if (current_.train && divisor > 0) {
     const float scale = 1.0f / static_cast<float>(divisor);
     for (float& g : sum_) g *= scale;
+    mean_gradient_ = sum_;
     current_.updated = adam_.Step(std::span<float>(params_), std::span<const float>(sum_));
     if (current_.updated) ++summary_.epochs_updated;
   }
   summary_.stragglers += current_.stragglers;
   summary_.discarded += current_.discarded;
+  summary_.clipped += current_.clipped;
+  summary_.max_abs_gradient = std::max(summary_.max_abs_gradient, current_.max_abs_gradient);
   // The best validation accuracy (link: AUC) and the test one with it, as
   // the centralized baselines report them (server/lumos/training
   // central.cc).
@@ -533,6 +775,7 @@ std::vector<RoundStart> LumosTrainJob::EndEpoch(uint64_t now_us, bool deadline) 
   epochs_.push_back(current_);
   if (!current_.train) {
     std::copy(std::begin(current_.accuracy), std::end(current_.accuracy), std::begin(summary_.final_accuracy));
+    std::copy(std::begin(current_.labelled), std::end(current_.labelled), std::begin(summary_.final_labelled));
     std::copy(std::begin(current_.auc), std::end(current_.auc), std::begin(summary_.final_auc));
     return StartReport(now_us);
   }
@@ -564,11 +807,19 @@ std::vector<RoundStart> LumosTrainJob::StartReport(uint64_t now_us) {
   return out;
 }
 
-std::vector<DeviceData> LumosTrainJob::TakeData() { return std::exchange(data_, {}); }
+std::vector<DeviceData> LumosTrainJob::TakeData() {
+  // Also after the secure epochs: the service may still tell a late device
+  // that its aggregation is over.
+  FlushAggregationRecords(EpochRound(epoch_));
+  return std::exchange(data_, {});
+}
 
-void LumosTrainJob::OnUndeliverable(uint32_t device, uint64_t) {
+void LumosTrainJob::OnUndeliverable(uint32_t device, uint64_t now_us) {
   auto it = devices_.find(device);
   if (it == devices_.end()) return;
+  // Secure sum: gone from the aggregation too, whatever its step (also
+  // after its report: its reveal may still be due).
+  if (SecureEpoch() && aggregation_ != 0) service_->MarkUnreachable(device, now_us);
   Device& d = it->second;
   if (!d.asked || d.done || d.inactive) return;
   // Inactive for the rest of this round only: it is asked again next round
@@ -597,6 +848,13 @@ std::vector<RoundStart> LumosTrainJob::Poll(uint64_t now_us) {
       return StartEpoch(now_us);
     }
     case Phase::kEpoch: {
+      if (SecureEpoch()) {
+        // The aggregation's steps have the epoch's deadline each: it
+        // settles (done or aborted) by itself.
+        if (aggregation_ != 0) service_->Poll(now_us);
+        if (aggregation_ == 0 || service_->result(aggregation_).settled()) return EndEpoch(now_us, false);
+        return {};
+      }
       if (waiting_ == 0) return EndEpoch(now_us, false);
       if (elapsed_us > uint64_t{options_.epoch_deadline_ms} * 1000) return EndEpoch(now_us, true);
       return {};
@@ -634,13 +892,15 @@ void LumosTrainJob::Finish(uint64_t now_us) {
     summary_.epsilon_all_receivers = std::max(summary_.epsilon_all_receivers, d.summary.epsilon_all_receivers);
     summary_.epsilon_per_receiver = std::max(summary_.epsilon_per_receiver, d.summary.epsilon_per_receiver);
   }
-  uint64_t up = 0, train_epochs = 0;
+  uint64_t up = 0, peer = 0, train_epochs = 0;
   for (const LumosTrainEpoch& e : epochs_) {
     if (!e.train) continue;
     up += e.bytes_up;
+    peer += e.peer_bytes;
     ++train_epochs;
   }
   summary_.bytes_up_per_device_epoch = train_epochs ? up / train_epochs : 0;
+  summary_.peer_bytes_per_device_epoch = train_epochs ? peer / train_epochs : 0;
   if (!options_.output_dir.empty() && !params_.empty()) WriteOutputs();
 }
 
@@ -656,11 +916,13 @@ void LumosTrainJob::WriteOutputs() {
     // reads either); node mode's columns stay as the scripts expect them.
     if (link()) {
       out << "epoch\ttrain\tloss\tterms\tvalidation_auc\ttest_auc\tvalidation_edges\ttest_edges\tnegatives"
-             "\tdevices_done\tstragglers\tbytes_down\tbytes_up\tseconds\n";
+             "\tdevices_done\tstragglers\tbytes_down\tbytes_up\tseconds";
     } else {
       out << "epoch\ttrain\tloss\ttrain_accuracy\tvalidation_accuracy\ttest_accuracy\tvalidation_loss\tdevices_done"
-             "\tstragglers\tbytes_down\tbytes_up\tseconds\n";
+             "\tstragglers\tbytes_down\tbytes_up\tseconds";
     }
+    // Secure sum appends its own columns (the scripts read columns by name).
+    out << (options_.secure_sum ? "\tclipped\tpeer_bytes\taggregation\n" : "\n");
     for (const LumosTrainEpoch& e : epochs_) {
       out << e.epoch << '\t' << (e.train ? 1 : 0) << '\t' << e.loss << '\t';
       if (link()) {
@@ -669,8 +931,11 @@ void LumosTrainJob::WriteOutputs() {
       } else {
         out << e.accuracy[0] << '\t' << e.accuracy[1] << '\t' << e.accuracy[2] << '\t' << e.validation_loss << '\t';
       }
-      out << e.done << '\t' << e.stragglers << '\t' << e.bytes_down << '\t' << e.bytes_up << '\t' << e.seconds
-          << '\n';
+      out << e.done << '\t' << e.stragglers << '\t' << e.bytes_down << '\t' << e.bytes_up << '\t' << e.seconds;
+      if (options_.secure_sum) {
+        out << '\t' << e.clipped << '\t' << e.peer_bytes << '\t' << (e.aggregation.empty() ? "-" : e.aggregation);
+      }
+      out << '\n';
     }
     if (!out) {
       summary_.error = "writing " + epochs.string();
@@ -702,8 +967,14 @@ std::string LumosTrainJob::ProgressLine() const {
         << " waiting";
       break;
     case Phase::kEpoch: {
-      o << "lumos-train epoch " << epoch_ << "/" << options_.epochs << (current_.train ? "" : " (evaluation)") << ": "
-        << (current_.devices - waiting_) << "/" << current_.devices << " done";
+      o << "lumos-train epoch " << epoch_ << "/" << options_.epochs << (current_.train ? "" : " (evaluation)") << ": ";
+      if (SecureEpoch() && aggregation_ != 0) {
+        static const char* const kSteps[] = {"keys", "uploads", "reveals", "settled"};
+        o << "secure sum, step " << kSteps[static_cast<int>(service_->result(aggregation_).step)] << ", "
+          << current_.devices << " devices";
+      } else {
+        o << (current_.devices - waiting_) << "/" << current_.devices << " done";
+      }
       if (!epochs_.empty()) {
         const LumosTrainEpoch& e = epochs_.back();
         o << "; epoch " << e.epoch << " loss " << e.loss;
@@ -752,6 +1023,7 @@ void LumosTrainJob::LogSummary(Logger& log, uint64_t job_id) const {
                              link_task ? s.final_auc[1] : s.final_accuracy[1]},
                             {link_task ? "final_test_auc" : "final_test_accuracy",
                              link_task ? s.final_auc[2] : s.final_accuracy[2]},
+                            {"final_test_nodes", s.final_labelled[2]},
                             {"best_epoch", s.best_epoch},
                             {"best_validation", s.best_validation},
                             {"test_at_best", s.test_at_best},
@@ -771,12 +1043,31 @@ void LumosTrainJob::LogSummary(Logger& log, uint64_t job_id) const {
                             {"parameters_file", s.parameters_path},
                             {"ignored", s.ignored},
                             {"error", s.error},
-                            {"protocol_errors", s.protocol_errors}});
+                            {"protocol_errors", s.protocol_errors},
+                            {"max_abs_gradient", s.max_abs_gradient},
+                            {"secure_sum", options_.secure_sum},
+                            {"secure_clip", static_cast<double>(options_.secure_clip)},
+                            {"aggregations_done", s.aggregations_done},
+                            {"aggregations_aborted", s.aggregations_aborted},
+                            {"clipped", s.clipped},
+                            {"peer_bytes_per_device_epoch", s.peer_bytes_per_device_epoch}});
+  // Secure sum: every training epoch that updated nothing because its
+  // aggregation did not finish, and why.
+  for (const LumosTrainEpoch& e : epochs_) {
+    if (!options_.secure_sum || !e.train || e.aggregation == "done") continue;
+    log.Info("lumos_train_aggregation_failed", {{"job", job_id}, {"epoch", e.epoch}, {"outcome", e.aggregation}});
+  }
+  const char* secure_note =
+      "secure sum: in training epochs the server learns only sums over the devices that completed each "
+      "aggregation (gradient, losses taken, loss terms, loss sums, per split labelled and correct nodes, values "
+      "clipped) and who completed it; the evaluation epoch's metrics, the link task's binned scores and the summaries "
+      "stay per device";
   log.Info("privacy_ledger",
            {{"job", job_id},
             {"phase", "lumos-train"},
             {"note",
-             link_task
+             options_.secure_sum ? secure_note
+             : link_task
                  ? "server learns: the partner pairing it drew; per device and epoch its tree's gradient contribution, "
                    "its loss sum and number of loss terms, and the binned scores of its held-out edges and evaluation "
                    "partners (by kind, without ids: how many held-out edges it has); counts against the pairing can "

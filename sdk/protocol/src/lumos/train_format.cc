@@ -6,6 +6,15 @@
 #include "nodefl/core/little_endian.h"
 
 namespace nodefl::lumos {
+namespace {
+
+// One code of |x| <= clip at scale 2^scale_log2 stays below 2^31 (the
+// fixed-point code of secagg/fixed_point.h), and the clip is a number.
+bool SecureCodeFits(float clip, int8_t scale_log2) {
+  return std::isfinite(clip) && clip > 0.0f && std::ldexp(double{clip}, scale_log2) < 2147483648.0;
+}
+
+}  // namespace
 
 Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out) {
   if (out.size() < kTrainParametersBytes) return Status::ResourceExhausted();
@@ -13,7 +22,7 @@ Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out) {
   q[0] = kTrainVersion;
   q[1] = static_cast<uint8_t>(p.phase);
   q[2] = static_cast<uint8_t>((p.paper ? 1u : 0u) | (p.ego_star ? 2u : 0u) | (p.train ? 4u : 0u) |
-                              (p.task == TrainTask::kLink ? 8u : 0u));
+                              (p.task == TrainTask::kLink ? 8u : 0u) | (p.secure_sum ? 16u : 0u));
   q[3] = p.layer;
   StoreU32Le(p.features, q + 4);
   StoreU16Le(p.hidden, q + 8);
@@ -31,6 +40,9 @@ Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out) {
   StoreU64Le(p.edge_seed, q + 53);
   StoreU16Le(p.projection, q + 61);
   StoreU64Le(p.projection_seed, q + 63);
+  StoreF32Le(p.secure_clip, q + 71);
+  q[75] = static_cast<uint8_t>(p.secure_scale_log2);
+  q[76] = static_cast<uint8_t>(p.secure_loss_scale_log2);
   Result<TrainParameters> check = DecodeTrainParameters(ConstByteSpan(out.data(), kTrainParametersBytes));
   if (!check.ok()) return check.status();
   return kTrainParametersBytes;
@@ -42,7 +54,7 @@ Result<TrainParameters> DecodeTrainParameters(ConstByteSpan bytes) {
   if (q[1] < static_cast<uint8_t>(TrainPhase::kSetup) || q[1] > static_cast<uint8_t>(TrainPhase::kReport)) {
     return Status::InvalidArgument();
   }
-  if ((q[2] & ~15u) != 0 || (q[3] != 1 && q[3] != 2)) return Status::InvalidArgument();
+  if ((q[2] & ~31u) != 0 || (q[3] != 1 && q[3] != 2)) return Status::InvalidArgument();
   TrainParameters p;
   p.phase = static_cast<TrainPhase>(q[1]);
   p.paper = (q[2] & 1u) != 0;
@@ -66,6 +78,14 @@ Result<TrainParameters> DecodeTrainParameters(ConstByteSpan bytes) {
   p.edge_seed = LoadU64Le(q + 53);
   p.projection = static_cast<uint16_t>(q[61] | q[62] << 8);
   p.projection_seed = LoadU64Le(q + 63);
+  p.secure_sum = (q[2] & 16u) != 0;
+  p.secure_clip = LoadF32Le(q + 71);
+  p.secure_scale_log2 = static_cast<int8_t>(q[75]);
+  p.secure_loss_scale_log2 = static_cast<int8_t>(q[76]);
+  if (p.secure_sum && (!SecureCodeFits(p.secure_clip, p.secure_scale_log2) ||
+                       !SecureCodeFits(kTrainSecureLossClip, p.secure_loss_scale_log2))) {
+    return Status::InvalidArgument();
+  }
   if (p.features == 0 || p.hidden == 0 || p.out == 0 || p.heads == 0 || p.parameters == 0) {
     return Status::InvalidArgument();
   }

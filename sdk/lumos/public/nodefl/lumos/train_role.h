@@ -25,10 +25,25 @@
 // Both are recorded in the device's ledger before anything leaves, and a
 // release past its budget is refused (the device then takes no part).
 //
+// Secure sum (TrainParameters::secure_sum, the server's lumos_secure_sum;
+// train_format.h): in a training epoch the device's gradient contribution
+// and the metrics the server needs as sums go into the epoch's secure
+// aggregation (an AggregationClient, secagg/aggregation_client.h, embedded
+// as secagg/aggregate_role.h does) instead of kTrainGradient and
+// kTrainMetrics records: the server then learns the sums over the devices,
+// not a device's gradient, loss, split's label or prediction. Mask peers
+// that are not neighbours or partners are keyed on demand in their own
+// cache (a second PeerKeyTable), and their messages wait in held slots
+// until then; every seal shares the job's one counter. What the server
+// still learns per device: the evaluation epoch's metrics (as without
+// secure sum), the link task's binned scores, the summary, and who took
+// part in each aggregation.
+//
 // Memory: TrainPeer and KeyedPeer per neighbour (caller spans), and one
 // caller byte buffer from which each job's tree, parameters, gradients and
 // feature buffers are carved (TrainRoleMemory() says how much a shape and
-// a workload need). No heap in this code.
+// a workload need); secure sum adds its input vector there and takes the
+// rest from TrainSecureSumMemory. No heap in this code.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +62,7 @@
 #include "nodefl/roles/peer_key_table.h"
 #include "nodefl/roles/report_repeater.h"
 #include "nodefl/seal/seal.h"
+#include "nodefl/secagg/aggregation_client.h"
 #include "nodefl/tls/credentials.h"
 
 namespace nodefl::lumos {
@@ -88,6 +104,30 @@ struct TrainPeer {
   bool gradient_received = false;  // our leaf's gradient (we keep it)
 };
 
+// Secure sum: a relayed aggregation message from a mask peer that is not
+// keyed yet (its record comes with the aggregation's peer list).
+struct HeldAggregationMessage {
+  uint32_t src = 0;
+  uint32_t epoch = 0;  // when it came: slots older than the previous epoch are freed
+  uint16_t size = 0;
+  bool used = false;
+  uint8_t sealed[secagg::kAggPeerMessageBytes + seal::kSealOverheadBytes] = {};
+};
+
+// Secure sum's caller memory, sized for the most mask peers an aggregation
+// may give the device (the server's lumos_secure_peers, about 2 log2 n,
+// and a few more: its random graph tops devices up): the client's records
+// (secagg/aggregation_client.h), a key record per mask peer that is not a
+// neighbour or partner, and held slots (about one per mask peer). Its
+// input vector comes from the job memory (TrainRoleMemory).
+struct TrainSecureSumMemory {
+  Span<secagg::AggregationPeer> peers;
+  Span<secagg::Share> shares;  // 2 per peer
+  Span<uint64_t> points;       // 1 per peer
+  Span<roles::KeyedPeer> keys;
+  Span<HeldAggregationMessage> held;
+};
+
 // Privacy ledger phase ids of this job.
 inline constexpr uint16_t kLedgerPhaseLumosFeatures = 40;
 inline constexpr uint16_t kLedgerPhaseLumosLabel = 41;
@@ -101,7 +141,8 @@ Result<uint32_t> RandomisedResponse(Drbg& noise, uint32_t label, uint32_t classe
 
 // Bytes of job memory a device with `workload` kept neighbours and
 // `degree` neighbours needs for `p` (0 if p describes no valid model).
-// `partners`: the link task's partner capacity (SetLinkMemory).
+// `partners`: the link task's partner capacity (SetLinkMemory). With
+// p.secure_sum, the aggregation's input vector too.
 size_t TrainRoleMemory(const TrainParameters& p, uint32_t workload, uint32_t degree, uint32_t partners = 0);
 
 class LumosTrainRole final : public device::Role {
@@ -115,6 +156,10 @@ class LumosTrainRole final : public device::Role {
     uint32_t key_failures = 0;
     uint64_t bytes_up = 0;    // gradient and metrics records
     uint64_t bytes_down = 0;  // parameter records
+    // Secure sum.
+    uint32_t aggregations = 0;    // training epochs whose masked vector went out
+    uint64_t clipped = 0;         // gradient values clipped to the job's clip
+    uint32_t held_dropped = 0;    // aggregation messages with no held slot free
   };
 
   // `peers[i].id` and `keys[i].id`: the neighbours, ascending, the same in
@@ -124,6 +169,9 @@ class LumosTrainRole final : public device::Role {
   LumosTrainRole(uint32_t own_id, Span<TrainPeer> peers, Span<roles::KeyedPeer> keys, ByteSpan memory,
                  const tls::TlsCredentials& credentials, crypto::RandomFunction random, void* random_context,
                  Drbg& noise, PrivacyLedger& ledger);
+  ~LumosTrainRole();
+  LumosTrainRole(const LumosTrainRole&) = delete;
+  LumosTrainRole& operator=(const LumosTrainRole&) = delete;
 
   // The link task's partners (drawn by the server, not neighbours): one
   // TrainPeer and one key record each, up to the jobs' negatives +
@@ -133,10 +181,21 @@ class LumosTrainRole final : public device::Role {
     partners_ = partners;
     partner_keys_ = partner_keys;
   }
+  // Secure sum's memory (before Init; without it a secure-sum job is
+  // refused with kResourceExhausted). `random` draws the aggregations'
+  // round keys, self seeds and shares (seed it from real entropy; not the
+  // noise DRBG, crypto/rng.h).
+  void SetSecureSumMemory(const TrainSecureSumMemory& memory, Drbg& random) {
+    secure_memory_ = memory;
+    secure_random_ = &random;
+  }
   // kInvalidArgument for differing or unsorted neighbour lists;
   // kFailedPrecondition for credentials without identity or CA.
   Status Init();
-  void SetPairKeySource(const seal::PairKeySource& source) { keys_.SetPairKeySource(source); }
+  void SetPairKeySource(const seal::PairKeySource& source) {
+    keys_.SetPairKeySource(source);
+    mask_keys_.SetPairKeySource(source);
+  }
   // The device's own data: features in [0, 1] (binary in the shared
   // datasets; d must match the job's), and its label (-1: none). The
   // caller keeps `features` alive.
@@ -159,6 +218,8 @@ class LumosTrainRole final : public device::Role {
   int32_t training_label() const { return train_label_; }
   const OneBitCost& feature_cost() const { return feature_cost_; }
   const TreeTrainer<float>& trainer() const { return trainer_; }
+  // Secure sum: the aggregation client of the job (nullptr without one).
+  const secagg::AggregationClient* aggregation_client() const { return client_; }
 
  private:
   enum class Phase : uint8_t { kIdle, kKeys, kNotices, kFeatures, kSetupReported, kEpoch, kReporting, kDone };
@@ -178,17 +239,35 @@ class LumosTrainRole final : public device::Role {
   Status StartJob(const nodefl_wire_Envelope& message);
   Status Setup(const TrainParameters& p);
   void StartEpoch(const TrainParameters& p, uint32_t round);
-  void HandleData(const nodefl_wire_JobData& data);
+  void HandleData(const nodefl_wire_JobData& data, uint32_t round);
   void HandleCertificate(const nodefl_wire_PeerCertificate& certificate);
   void HandleDelivery(const nodefl_wire_Envelope& message);
-  void OpenHeld(TrainPeer& peer, roles::KeyedPeer& keys, ConstByteSpan sealed);
+  // Opens a relayed message with the sender's keys (its replay window
+  // checked) and hands the plaintext on by its first byte: the aggregation
+  // client's tag, or a TrainMessageType.
+  void OpenRelayed(uint32_t src, roles::KeyedPeer& keys, ConstByteSpan sealed);
   void OnPeerMessage(TrainPeer& peer, ConstByteSpan plaintext);
+  // Secure sum.
+  bool SecureSumMemoryFits(const TrainParameters& p) const;
+  void StartAggregationClient();
+  void DestroyAggregationClient();
+  void OnAggregationRecord(uint32_t kind, ConstByteSpan bytes, uint32_t round);
+  void WantMaskPeerKeys();
+  roles::KeyedPeer* KeysOf(uint32_t id);
+  void HandleMaskPeerCertificate(const nodefl_wire_PeerCertificate& certificate);
+  void HandleMaskPeerDelivery(uint32_t src, ConstByteSpan sealed);
+  void RetryHeldAggregationMessages();
+  Status SendKeyRequests(roles::PeerKeyTable& table, uint32_t max_outstanding, device::DeviceSession& session);
+  Status DrainAggregation(device::DeviceSession& session);
+  Status EncodeSecureInput();
+  Status UploadSecure(device::DeviceSession& session);
+  void EndJobKeys();
   Status EncodeFeatures();
   Status RecordReleases();
   Status ReleaseLabel();
   void FillOwnLeaves();
   void TryPool();
-  Status SendSealed(TrainPeer& peer, ConstByteSpan plaintext, device::DeviceSession& session);
+  Status SealAndRelay(uint32_t dst, roles::KeyedPeer& keys, ConstByteSpan plaintext, device::DeviceSession& session);
   Status SendMessage(TrainPeer& peer, TrainMessageType type, ConstByteSpan body, device::DeviceSession& session);
   Status Flush(device::DeviceSession& session);
   Status Upload(device::DeviceSession& session);
@@ -271,6 +350,21 @@ class LumosTrainRole final : public device::Role {
   roles::ReportRepeater report_;
   uint32_t scratch_words_[seal::kMaxSealPlaintextBytes / 4] = {};
   uint8_t* const plain_ = reinterpret_cast<uint8_t*>(scratch_words_);
+  // Secure sum. The client is built in place for each job that asks for
+  // it (its memory includes the job's input vector).
+  TrainSecureSumMemory secure_memory_;
+  Drbg* secure_random_ = nullptr;
+  roles::PeerKeyTable mask_keys_;  // mask peers that are neither neighbours nor partners
+  alignas(secagg::AggregationClient) unsigned char client_storage_[sizeof(secagg::AggregationClient)] = {};
+  secagg::AggregationClient* client_ = nullptr;
+  Span<uint32_t> secure_input_;  // job memory: TrainSecureLength(parameters) words
+  bool secure_epoch_ = false;    // the current epoch sums through the aggregation
+  float secure_clip_ = 0.0f;     // the current epoch's codes (train_format.h)
+  int8_t secure_scale_log2_ = 0;
+  int8_t secure_loss_scale_log2_ = 0;
+  uint32_t keyed_aggregation_ = 0;  // the aggregation whose mask peers were keyed
+  uint32_t epoch_aggregation_ = 0;  // the aggregation started in this epoch's round (0: not yet)
+  bool secure_input_set_ = false;
   Stats stats_;
 };
 

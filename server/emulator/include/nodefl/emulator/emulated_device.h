@@ -43,6 +43,7 @@
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/echo/neighbour_echo.h"
+#include "nodefl/kcagc/participant_role.h"
 #include "nodefl/secagg/aggregate_role.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/tls/credentials.h"
@@ -153,6 +154,11 @@ struct FleetSetup {
   // Link task: partners each device has room for (the server's
   // lumos_negatives + lumos_eval_negatives must not exceed it).
   uint32_t train_partners = 8;
+  // Training with the server's lumos_secure_sum: mask peers each device has
+  // room for (0: none, and the devices refuse a secure-sum job; the
+  // server's graph gives a device lumos_secure_peers, 2 ceil(log2 n) by
+  // default, and a few more).
+  uint32_t train_secagg_peers = 0;
   // FedWalk HCT storage per device: codebook entries per neighbour plus a
   // spare of kCodebookSpareEntries (rows hold one to a few entries at the
   // paper's epsilon; deg x K always suffices), and whether to keep
@@ -179,9 +185,17 @@ struct FleetSetup {
   // has room for (the server's secagg_peers and secagg_length must fit).
   uint32_t secagg_peers = 64;
   uint32_t secagg_length = 10000;
+  // kCAGC (job "kcagc"): participant l's graph and columns for device l
+  // (kcagc_fleet.h); must outlive the devices.
+  const std::vector<kcagc::ParticipantData>* kcagc_participants = nullptr;
   // Every device's privacy budget (privacy/ledger.h): what it refuses to
   // release, whatever the server asks.
   PrivacyBudget budget;
+  // Non-zero: each device's noise generator (encodings, randomised
+  // response, dropout) is seeded from this and its id instead of entropy,
+  // so that runs can be repeated draw for draw. For experiments only: the
+  // seed replays every noise draw (docs/privacy.md, "Randomness").
+  uint64_t noise_seed = 0;
   // The public neighbour cap every device applies (0: none).
   uint32_t max_neighbours = 0;
   // Lowest level of the device sessions' log lines written to stderr
@@ -215,6 +229,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   const lumos::LumosMcmcRole* mcmc_role() const { return mcmc_role_.get(); }
   const lumos::LumosTrainRole* train_role() const { return train_role_.get(); }
   const secagg::SecureAggregateRole* secagg_role() const { return secagg_role_.get(); }
+  const kcagc::ParticipantRole* kcagc_role() const { return kcagc_role_.get(); }
   // Job "lumos-trees": the orientation the trimming stage left (the MCMC
   // role's when that stage ran, else the exact method's): (neighbour, kept
   // here) in neighbour order.
@@ -311,6 +326,12 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   std::vector<lumos::TrainPeer> train_partners_;
   std::vector<roles::KeyedPeer> train_partner_keys_;
   std::vector<uint8_t> train_memory_;
+  // ... and its secure sum's (FleetSetup::train_secagg_peers).
+  std::vector<secagg::AggregationPeer> train_agg_peers_;
+  std::vector<secagg::Share> train_agg_shares_;
+  std::vector<uint64_t> train_agg_points_;
+  std::vector<roles::KeyedPeer> train_agg_keys_;
+  std::vector<lumos::HeldAggregationMessage> train_agg_held_;
   std::unique_ptr<lumos::LumosTrainRole> train_role_;
   bool train_bound_ = false;
   uint32_t train_epochs_reported_ = 0;
@@ -324,6 +345,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   std::unique_ptr<secagg::SecureAggregateRole> secagg_role_;
   secagg::AggregationClient::Stats secagg_reported_{};
   uint32_t secagg_sealed_reported_ = 0;
+  std::unique_ptr<kcagc::ParticipantRole> kcagc_role_;  // job "kcagc"
 
   bool connection_up_ = false;
   bool stopping_ = false;

@@ -63,6 +63,29 @@
 // type (1) | epoch (4) | body. kKeepNotice: keeps (1). kFeatures: the
 // packed encoding (OneBitPackedSize(d) bytes, privacy/one_bit_encoder.h).
 // kLeafEmbedding, kLeafGradient: out floats.
+//
+// Secure sum (TrainParameters::secure_sum, the server's lumos_secure_sum):
+// in a training epoch (train set) a device sends neither kTrainGradient
+// nor kTrainMetrics. After the parameters the server starts one secure
+// aggregation (protocol/secagg/aggregation_format.h: its kAgg* records
+// follow the parameters on the device's stream, its sealed peer messages
+// start with kAggPeerMessageTag, never a TrainMessageType) over the devices
+// asked, and each device's input is TrainSecureLength(parameters) words:
+// its gradient contribution in the fixed-point code of (secure_clip,
+// 2^secure_scale_log2), then the kTrainSecureExtras words of
+// TrainSecureWord. The server learns the sums only. The link task still
+// uploads its kTrainLinkScores before its masked vector. The device
+// reports the round once its masked vector is out (or its part ended);
+// the epoch ends when the aggregation settles, and devices it dropped are
+// that epoch's stragglers. The evaluation epoch (train clear) runs as
+// without secure sum.
+//
+// Scales: the server picks 2^secure_scale_log2 as the largest power of two
+// with n * round(secure_clip * scale) < 2^31 for the n devices asked (the
+// sum of n codes cannot wrap; secagg/fixed_point.h), and the loss's scale
+// alike for kTrainSecureLossClip; counts are plain integers, at most
+// kTrainSecureCountClip per device. A sum is then off by at most
+// n / (2 scale) per value.
 #pragma once
 
 #include <cstddef>
@@ -73,7 +96,7 @@
 
 namespace nodefl::lumos {
 
-inline constexpr uint8_t kTrainVersion = 2;
+inline constexpr uint8_t kTrainVersion = 3;
 
 enum class TrainPhase : uint8_t { kSetup = 1, kEpoch = 2, kReport = 3 };
 enum class TrainTask : uint8_t { kNode = 0, kLink = 1 };
@@ -109,14 +132,43 @@ struct TrainParameters {
   // `features` (0: no projection).
   uint16_t projection = 0;
   uint64_t projection_seed = 0;
+  // Training epochs sum through secure aggregation (above): the per-value
+  // clip of the gradient contribution and the fixed-point scales (powers
+  // of two) of the gradient and of the loss. Checked only when set.
+  bool secure_sum = false;
+  float secure_clip = 0.0f;
+  int8_t secure_scale_log2 = 0;
+  int8_t secure_loss_scale_log2 = 0;
 };
 // version | phase | flags (bit 0 paper, bit 1 ego star, bit 2 train,
-// bit 3 link task) | layer | features (4) | hidden (2) | out (2) | heads |
-// classes (2) | dropout (4) | epsilon (4) | parameters (4) | salt (16) |
-// epoch (4) | label epsilon (4) | negatives | eval negatives | edge seed (8) |
-// projection (2) | projection seed (8)
+// bit 3 link task, bit 4 secure sum) | layer | features (4) | hidden (2) |
+// out (2) | heads | classes (2) | dropout (4) | epsilon (4) | parameters (4) |
+// salt (16) | epoch (4) | label epsilon (4) | negatives | eval negatives |
+// edge seed (8) | projection (2) | projection seed (8) | secure clip (4) |
+// secure scale log2 (1, signed) | secure loss scale log2 (1, signed)
 // (classes may be 0 for the link task: no classifier)
-inline constexpr size_t kTrainParametersBytes = 71;
+inline constexpr size_t kTrainParametersBytes = 77;
+
+// Secure sum: the words after the gradient in a device's input, each a sum
+// over the devices once aggregated. Counts are integers; the two losses
+// use the loss's code (clip kTrainSecureLossClip).
+enum TrainSecureWord : uint32_t {
+  kSecureTrained = 0,         // 1 when the device took a loss (node: the gradient's divisor)
+  kSecureTerms = 1,           // its loss terms (node: 1 when trained; link: the divisor)
+  kSecureClippers = 2,        // 1 when it clipped a value (gradient or loss)
+  kSecureClipped = 3,         // values it clipped (at most kTrainSecureCountClip)
+  kSecureLoss = 4,            // its loss when trained (link: the sum over its terms)
+  kSecureValidationLoss = 5,  // node: its loss when labelled and in the validation split
+  kSecureLabelled = 6,        // + split (3 words), node: 1 when labelled
+  kSecureCorrect = 9,         // + split (3 words), node: 1 when labelled and predicted right
+  kTrainSecureExtras = 12,
+};
+// A device's loss, clipped: the link task's is a sum over its terms (about
+// 0.7 each at the start, far more for a pair scored badly).
+inline constexpr float kTrainSecureLossClip = 4096.0f;
+inline constexpr uint32_t kTrainSecureCountClip = 4095;
+// The words of one device's input: the parameters' count plus the extras.
+inline constexpr uint32_t TrainSecureLength(uint32_t parameters) { return parameters + kTrainSecureExtras; }
 
 // The dimensions the model sees: the projection's, or the features'.
 inline uint32_t ModelFeatures(const TrainParameters& p) { return p.projection != 0 ? p.projection : p.features; }
@@ -165,7 +217,9 @@ uint8_t ScoreBin(float logit);
 [[nodiscard]] Result<size_t> EncodeTrainParameters(const TrainParameters& p, ByteSpan out);
 // kInvalidArgument for a wrong size or version, an unknown phase, flag or
 // layer, a zero dimension, a dropout outside [0, 1), a non-positive or
-// non-finite epsilon or label epsilon, or epoch 0 in kEpoch.
+// non-finite epsilon or label epsilon, epoch 0 in kEpoch, or (secure sum)
+// a clip that is not positive and finite or a scale with which one code
+// reaches 2^31.
 [[nodiscard]] Result<TrainParameters> DecodeTrainParameters(ConstByteSpan bytes);
 
 // JobData kinds.

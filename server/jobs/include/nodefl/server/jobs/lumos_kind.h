@@ -55,6 +55,15 @@ struct LumosJobConfig {
   // The public random projection of the features (0: none) and its seed.
   uint32_t projection = 0;
   uint64_t projection_seed = 1;
+  // Training epochs sum the devices' gradients and metrics through secure
+  // aggregation (lumos_train_job.h): the server learns the sums only. The
+  // per-value clip of a device's gradient contribution, and the sparse
+  // mask graph as the secure-aggregate job takes it (peers 0: 2 ceil(log2 n);
+  // threshold 0: a strict majority of the peers).
+  bool secure_sum = false;
+  double secure_clip = 1024;  // LumosTrainOptions::secure_clip says why
+  uint32_t secure_peers = 0;
+  uint32_t secure_threshold = 0;
 };
 
 template <>

@@ -48,13 +48,37 @@
 // drawn partner was skipped as a neighbour, i.e. that this drawn pair is an
 // edge (rare in a sparse graph); no other edge is ever named.
 //
+// Secure sum (options.secure_sum, lumos_secure_sum; train_format.h): each
+// training epoch, after the parameters, the job adds one secure aggregation
+// (server/secagg AggregationService: robust mode, the sparse mask graph,
+// every step's deadline the epoch's) over the devices asked, of
+// TrainSecureLength(parameters) words, forwards its records in TakeData
+// (in the epoch's round) and routes the devices' kAgg* records to it. The
+// epoch ends when the aggregation settles: done, the job decodes the sums
+// (the gradient at 2^scale_log2 codes per unit, the counts and losses of
+// TrainSecureWord), divides by the summed divisor and steps Adam, and the
+// epoch's accuracy and loss come from the summed counts; aborted (or
+// refused, or sums that cannot be counts), the epoch updates nothing and
+// the summary counts it. The devices the aggregation dropped are the
+// epoch's stragglers. The scales are the largest powers of two with
+// n * round(clip * scale) < 2^31 for the n devices asked (so no sum
+// wraps), sent in every epoch's parameters. What the server learns then,
+// per training epoch: the sums over the devices that completed the
+// aggregation (gradient, losses taken and their terms, loss sums, per
+// split the labelled and correctly predicted nodes, values clipped) and
+// who completed it; per device nothing of its gradient or its metrics.
+// The evaluation epoch, the link task's scores and the report round stay
+// as above.
+//
 // Outputs (output_dir): lumos-train-epochs.tsv (one line per epoch; node
-// and link mode have their own columns, see WriteOutputs) and
+// and link mode have their own columns, see WriteOutputs; secure sum adds
+// the clipped values and the aggregation's outcome) and
 // lumos-train-parameters.bin (the final parameters, float32 little endian).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +89,7 @@
 #include "nodefl/server/lumos/training/adam.h"
 #include "nodefl/server/lumos/training/link_task.h"
 #include "nodefl/server/lumos/training/splits.h"
+#include "nodefl/server/secagg/aggregation_service.h"
 
 namespace nodefl::server::jobs {
 
@@ -90,6 +115,18 @@ struct LumosTrainOptions {
   uint16_t projection = 0;
   uint64_t projection_seed = 1;
   nodefl::server::lumos::AdamOptions adam;
+  // Secure sum (above): the per-value clip of a device's gradient
+  // contribution, the mask peers per device (0: 2 * ceil(log2 n)) and the
+  // shares that rebuild a secret (0: a strict majority of the peers), as
+  // the AggregationService takes them. The clip's default is the power of
+  // two above the largest value measured on Cora in strict mode (520 over
+  // TLS, 555 in nodefl-lumos-train-sim, 20 epochs; docs/lumos.md): nothing
+  // clipped there, and the code's scale (2^9 for 2,708 devices) trained to
+  // the accuracy of float sums.
+  bool secure_sum = false;
+  float secure_clip = 1024.0f;
+  uint32_t secure_peers = 0;
+  uint32_t secure_threshold = 0;
   uint32_t round_deadline_ms = 300'000;  // setup and report
   uint32_t epoch_deadline_ms = 120'000;
   std::string output_dir;
@@ -117,10 +154,21 @@ struct LumosTrainEpoch {
   double auc[nodefl::server::lumos::kSplits] = {0, 0, 0};
   uint64_t positives[nodefl::server::lumos::kSplits] = {0, 0, 0};
   uint64_t negatives = 0;
-  uint64_t bytes_down = 0;  // parameters, per device
-  uint64_t bytes_up = 0;    // gradient (and link score) records, mean per device that uploaded any
+  uint64_t bytes_down = 0;  // parameters (secure sum: and the aggregation's records), per device
+  uint64_t bytes_up = 0;    // gradient (and link score; secure sum: aggregation) records, mean per device that uploaded any
   bool deadline = false;    // ended by its deadline
   double seconds = 0;
+  // Plain training epochs: the largest |value| in any device's gradient
+  // contribution (what a secure-sum clip must cover).
+  double max_abs_gradient = 0;
+  // Secure sum: the aggregation's outcome ("done", "aborted (reason):
+  // message", "refused: why", "implausible sums"), the gradient values
+  // clipped and the devices that clipped any (sums), and the sealed bytes a
+  // device sends its mask peers (mean).
+  std::string aggregation;
+  uint64_t clipped = 0;
+  uint64_t clippers = 0;
+  uint64_t peer_bytes = 0;
 };
 
 struct LumosTrainSummary {
@@ -131,6 +179,7 @@ struct LumosTrainSummary {
   std::vector<uint32_t> missed_report;
   uint32_t epochs_updated = 0;
   double final_accuracy[nodefl::server::lumos::kSplits] = {0, 0, 0};  // the evaluation epoch's
+  uint32_t final_labelled[nodefl::server::lumos::kSplits] = {0, 0, 0};  // ... over this many nodes
   double final_auc[nodefl::server::lumos::kSplits] = {0, 0, 0};       // link: the evaluation epoch's
   uint32_t best_epoch = 0;
   double best_validation = 0;  // node: accuracy; link: ROC-AUC
@@ -142,6 +191,14 @@ struct LumosTrainSummary {
   uint64_t ignored = 0;  // late or repeated records and reports
   uint64_t bytes_down_per_device_epoch = 0;
   uint64_t bytes_up_per_device_epoch = 0;  // mean over the training epochs
+  double max_abs_gradient = 0;             // plain mode: the largest over the training epochs
+  // Secure sum: training epochs whose aggregation was done / aborted (or
+  // refused, or implausible), gradient values clipped, and the mean sealed
+  // bytes per device and epoch to its mask peers.
+  uint32_t aggregations_done = 0;
+  uint32_t aggregations_aborted = 0;
+  uint64_t clipped = 0;
+  uint64_t peer_bytes_per_device_epoch = 0;
   uint32_t summaries = 0;
   double epsilon_all_receivers = 0;  // the largest over the devices' summaries
   double epsilon_per_receiver = 0;
@@ -171,6 +228,8 @@ class LumosTrainJob final : public Job {
   const LumosTrainSummary& summary() const { return summary_; }
   const std::vector<LumosTrainEpoch>& epochs() const { return epochs_; }
   const std::vector<float>& parameters() const { return params_; }
+  // The mean gradient the last update stepped Adam with (empty before one).
+  const std::vector<float>& last_mean_gradient() const { return mean_gradient_; }
   const gnn::ParamLayout& layout() const { return layout_; }
   const std::vector<uint32_t>& participants() const { return participants_; }
   // The summaries the devices sent in the report round.
@@ -213,6 +272,18 @@ class LumosTrainJob final : public Job {
   void Spoil(Device& d);
   // Adds the device's link scores and loss terms into the epoch's.
   void CountLinkMetrics(Device& d, const nodefl::lumos::TrainMetrics& m);
+  void CountLinkScores(Device& d);
+  // Secure sum.
+  bool SecureEpoch() const { return options_.secure_sum && phase_ == Phase::kEpoch && current_.train; }
+  bool PickSecureScales(size_t devices);
+  void StartAggregation(const std::vector<uint32_t>& devices, uint64_t now_us);
+  std::vector<RoundStart> OnAggregationRecord(uint32_t device, uint32_t kind, const std::vector<uint8_t>& bytes,
+                                              uint64_t now_us);
+  // The settled aggregation into the epoch: who is in, the sums, traffic.
+  void SettleAggregation();
+  bool DecodeSecureSums(const std::vector<uint32_t>& sum, size_t included);
+  void CountAggregationTraffic(const secagg::AggregationResult& r);
+  void FlushAggregationRecords(uint32_t round);
   bool link() const { return options_.task == nodefl::lumos::TrainTask::kLink; }
   // Adds the device's records into the epoch's sum (train epochs); false
   // when they overlap (a protocol error: an index counted twice).
@@ -250,6 +321,13 @@ class LumosTrainJob final : public Job {
   std::vector<LumosTrainEpoch> epochs_;
   LumosTrainSummary summary_;
   std::vector<DeviceData> data_;
+  std::vector<float> mean_gradient_;
+  // Secure sum: one service for the job (its aggregations are numbered
+  // from 1), this epoch's aggregation (0: none), the codes sent.
+  std::unique_ptr<secagg::AggregationService> service_;
+  uint32_t aggregation_ = 0;
+  int8_t secure_scale_log2_ = 0;
+  int8_t secure_loss_scale_log2_ = 0;
 };
 
 }  // namespace nodefl::server::jobs
