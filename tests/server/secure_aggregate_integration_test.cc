@@ -42,6 +42,10 @@ void RunFleet(EmulatedFleet& f, const Case& c) {
     config.job = "secure-aggregate";
     config.job_round_deadline_ms = 60000;
     config.max_devices = 64;
+    // On a loaded machine a peer may announce its job key late; an answer
+    // without it is a key failure, which paper mode (no dropouts) cannot
+    // survive. Wait as long as a step may take.
+    config.peer_key_wait_ms = 120000;
     Config& o = server::jobs::Options<Config>(config);
     o.length = 1500;  // two masked runs per device
     o.mode = c.mode;
@@ -52,7 +56,7 @@ void RunFleet(EmulatedFleet& f, const Case& c) {
     o.threshold = c.threshold;
     // The job marks cut-off devices unreachable, so no step waits for its
     // deadline; the deadline is only a cap for a loaded machine.
-    o.step_timeout_ms = 60000;
+    o.step_timeout_ms = 120000;
   };
   plan.configure_devices = [&](emulator::FleetSetup& fleet, const server::ServerConfig&) {
     fleet.job = "secure-aggregate";
