@@ -105,11 +105,13 @@ struct JobRun {
 };
 
 // Starts the server (job kcagc, quorum L) and L participants; runs until
-// the server exits. `drop_after`: device 1 is stopped once it has made that
-// many contributions (0: never). `split_for`: the columns are cut for that
-// many participants instead of L (0: L).
+// the server exits. `drop_after`: device 1 is stopped (or, with `freeze`,
+// hung: connected and silent) once it has made that many contributions (0:
+// never). `split_for`: the columns are cut for that many participants
+// instead of L (0: L). `report_deadline_ms`: the job's rounds' deadline
+// (the report round waits that long for a participant that went silent).
 void RunJob(JobRun& r, const Case& c, uint32_t drop_after = 0, uint32_t step_timeout_ms = 20000,
-            uint32_t split_for = 0) {
+            uint32_t split_for = 0, bool freeze = false, uint32_t report_deadline_ms = 20000) {
   const dataset::Graph& g = TestGraph();
   std::vector<uint32_t> ids(c.participants);
   std::iota(ids.begin(), ids.end(), 0u);
@@ -126,7 +128,7 @@ void RunJob(JobRun& r, const Case& c, uint32_t drop_after = 0, uint32_t step_tim
   config.job_quorum = c.participants;
   config.exit_after_jobs = 1;
   config.output_dir = r.out.string();
-  config.job_round_deadline_ms = 20000;
+  config.job_round_deadline_ms = report_deadline_ms;
   Config& o = server::jobs::Options<Config>(config);
   o.mode = c.mode;
   o.clusters = 0;  // from the labels
@@ -179,7 +181,11 @@ void RunJob(JobRun& r, const Case& c, uint32_t drop_after = 0, uint32_t step_tim
         if (drop_after != 0 && !dropped) {
           const nodefl::kcagc::ParticipantRole* role = r.devices[1]->kcagc_role();
           if (role != nullptr && role->stats().contributions >= drop_after) {
-            r.devices[1]->Stop();
+            if (freeze) {
+              r.devices[1]->Freeze();
+            } else {
+              r.devices[1]->Stop();
+            }
             dropped = true;
           }
         }
@@ -276,6 +282,34 @@ TEST(KcagcJobOverTlsFailure, AParticipantThatDisconnectsEndsTheJobClearly) {
     EXPECT_FALSE(d->kcagc_role()->failure().ok()) << "device " << d->id();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST(KcagcJobOverTlsFailure, AParticipantThatHangsConnectedEndsTheJobAtTheStepDeadline) {
+  // Device 1 stays connected but goes silent after its second contribution:
+  // no disconnect tells the server, only the aggregation step's deadline.
+  const Case c{"kcagc_L3_hang", "kcagc", 3};
+  JobRun r;
+  const auto start = std::chrono::steady_clock::now();
+  RunJob(r, c, 2, 3000, 0, /*freeze=*/true, /*report_deadline_ms=*/4000);
+  if (HasFatalFailure()) return;
+  const std::string log = r.server->LogText();
+  EXPECT_EQ(r.exit, std::optional<int>(1)) << log;
+  EXPECT_TRUE(LogHasLine(log, "kcagc_summary", {"succeeded=false"})) << log;
+  const size_t failed = log.find("event=kcagc_failed");
+  ASSERT_NE(failed, std::string::npos) << log;
+  const std::string reason = log.substr(failed, log.find('\n', failed) - failed);
+  EXPECT_TRUE(reason.find("from: 1") != std::string::npos || reason.find("(device 1)") != std::string::npos)
+      << reason;
+  std::printf("%s\n", reason.c_str());
+  EXPECT_FALSE(fs::exists(r.out / "kcagc-assignment.tsv"));
+  for (const auto& d : r.devices) {
+    if (d->id() == 1) continue;
+    ASSERT_NE(d->kcagc_role(), nullptr);
+    EXPECT_FALSE(d->kcagc_role()->clustered()) << "device " << d->id();
+  }
+  // Ended by the 3 s step deadline and the 4 s report round, not by the
+  // 50 s cap of RunJob.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << log;
 }
 
 TEST(KcagcJobOverTlsFailure, AParticipantThatRefusesEndsTheJobClearly) {

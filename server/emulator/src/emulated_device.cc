@@ -323,6 +323,7 @@ void EmulatedDevice::Start() {
 void EmulatedDevice::Stop() {
   asio::post(strand_, [self = shared_from_this()] {
     self->stopping_ = true;
+    if (self->frozen_) self->CloseSocket();  // it would never write its Goodbye
     if (self->pump_ && self->pump_->state() == client::PumpState::kOpen &&
         self->session_->state() == device::SessionState::kReady) {
       self->pump_->Close("emulator finished").IgnoreError();
@@ -330,6 +331,19 @@ void EmulatedDevice::Stop() {
     self->Wake();
     self->poll_timer_.cancel();
   });
+}
+
+void EmulatedDevice::Freeze() {
+  asio::post(strand_, [self = shared_from_this()] { self->frozen_ = true; });
+}
+
+asio::awaitable<void> EmulatedDevice::WaitWhileFrozen() {
+  asio::steady_timer pause(strand_);
+  while (frozen_ && !stopping_ && socket_ && socket_->is_open()) {
+    pause.expires_after(std::chrono::milliseconds(20));
+    boost::system::error_code ec;
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
 }
 
 void EmulatedDevice::Wake() { wake_.Wake(); }
@@ -409,6 +423,11 @@ asio::awaitable<void> EmulatedDevice::Run() {
     poll_timer_.cancel();
     CloseSocket();
     NoteProgress();
+    if (frozen_ && !stopping_) {
+      // A hung device does not come back when the server drops it.
+      Fail("frozen (the emulator hung it on purpose)");
+      break;
+    }
     if (session_->state() == device::SessionState::kClosed && !stopping_) {
       // A finished device may be sent away (the server ends after its job);
       // otherwise the server refused us or the protocol broke, and retrying
@@ -422,6 +441,10 @@ asio::awaitable<void> EmulatedDevice::Run() {
 asio::awaitable<void> EmulatedDevice::Reader() {
   std::vector<uint8_t> chunk(kSocketReadChunk);
   while (connection_up_) {
+    if (frozen_) {
+      co_await WaitWhileFrozen();
+      if (stopping_ || !socket_->is_open()) co_return;
+    }
     boost::system::error_code ec;
     const size_t n = co_await socket_->async_read_some(asio::buffer(chunk),
                                                        asio::redirect_error(asio::use_awaitable, ec));
@@ -430,7 +453,7 @@ asio::awaitable<void> EmulatedDevice::Reader() {
       co_return;
     }
     ConstByteSpan pending(chunk.data(), n);
-    while (!pending.empty() && connection_up_) {
+    while (!pending.empty() && connection_up_ && !frozen_) {
       size_t consumed = 0;
       const Status st = pump_->OnReceived(pending, NowMicros(), &consumed);
       pending = pending.subspan(consumed);
@@ -458,6 +481,10 @@ asio::awaitable<void> EmulatedDevice::Writer() {
   const uint32_t epoch = connection_epoch_;
   std::vector<uint8_t> batch;
   while (connection_up_ && epoch == connection_epoch_) {
+    if (frozen_) {
+      co_await WaitWhileFrozen();
+      if (stopping_ || !socket_->is_open()) co_return;
+    }
     const ConstByteSpan out = pump_->PendingOutput();
     if (out.empty()) {
       // The pump queued Goodbye and close_notify; both are written.
@@ -498,6 +525,7 @@ asio::awaitable<void> EmulatedDevice::Poller() {
     boost::system::error_code ec;
     co_await poll_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (!connection_up_ || epoch != connection_epoch_) break;
+    if (frozen_) continue;
     const Status polled = pump_->Tick(NowMicros());
     if (!polled.ok()) {
       last_error_ = std::string("poll: ") + polled.str() + " " + session_->last_error();
@@ -687,6 +715,13 @@ void EmulatedDevice::NoteProgress() {
     fleet_.stats->secagg_sealed.fetch_add(sealed - secagg_sealed_reported_);
     secagg_reported_ = c;
     secagg_sealed_reported_ = sealed;
+  }
+  if (kcagc_role_) {
+    const auto& k = kcagc_role_->stats();
+    if (k.instructions < kcagc_reported_.instructions) kcagc_reported_ = {};  // a new job began
+    fleet_.stats->kcagc_instructions.fetch_add(k.instructions - kcagc_reported_.instructions);
+    fleet_.stats->kcagc_contributions.fetch_add(k.contributions - kcagc_reported_.contributions);
+    kcagc_reported_ = k;
   }
   if (finished() && !counted_finished_) {
     if (hct_role_->finished()) fleet_.stats->hct_codebook_rows.fetch_add(h.codebook_rows_kept);

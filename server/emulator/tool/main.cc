@@ -588,6 +588,26 @@ int main(int argc, char** argv) {
                        static_cast<unsigned long long>(stats.walks_finished.load() + stats.walks_dropped.load()),
                        static_cast<unsigned long long>(stats.walks_dropped.load()),
                        static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
+        } else if (opt->job == "secure-aggregate") {
+          std::fprintf(stderr,
+                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, aggregation parts done "
+                       "%llu, peer messages sealed %llu, refused %llu, finished %llu, failed %llu\n",
+                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                       static_cast<unsigned long long>(stats.connecting.load()),
+                       static_cast<unsigned long long>(stats.reconnects.load()),
+                       static_cast<unsigned long long>(stats.secagg_completed.load()),
+                       static_cast<unsigned long long>(stats.secagg_sealed.load()),
+                       static_cast<unsigned long long>(stats.secagg_refused.load()),
+                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
+        } else if (opt->job == "kcagc") {
+          std::fprintf(stderr,
+                       "[%6.1fs] connected %llu/%u participants, reconnects %llu, instructions followed %llu, "
+                       "vectors contributed %llu, finished %llu, failed %llu\n",
+                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                       static_cast<unsigned long long>(stats.reconnects.load()),
+                       static_cast<unsigned long long>(stats.kcagc_instructions.load()),
+                       static_cast<unsigned long long>(stats.kcagc_contributions.load()),
+                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
         } else {
           std::fprintf(stderr,
                        "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, finished %llu, "

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/core/status.h"
 #include "nodefl/server/secagg/unmask.h"
 
 namespace nodefl::server::secagg {
@@ -154,6 +155,7 @@ struct AggregationService::Participant {
   bool misbehaved = false;      // dropped for a record that did not decode: everything after is refused
   bool unreachable = false;
   bool left = false;     // sent kAggRefuse
+  uint8_t refusal = 0;   // the StatusCode it gave when it left
   bool told = false;     // got kAggAbort (or left by itself): nothing more is sent to it
   bool awaited = false;  // the current step waits for it
   bool has_key = false;
@@ -412,9 +414,11 @@ AggregationService::Outcome AggregationService::OnShares(Aggregation& a, Partici
 
 AggregationService::Outcome AggregationService::OnRefuse(Aggregation& a, Participant& p,
                                                          std::span<const uint8_t> bytes) {
-  if (!sa::DecodeAggAbort(AsBytes(bytes)).ok()) return Malformed(a, p);
+  const Result<sa::AggAbort> refusal = sa::DecodeAggAbort(AsBytes(bytes));
+  if (!refusal.ok()) return Malformed(a, p);
   if (!p.live) return p.left ? Count(a, Outcome::kRejected) : Late(a, p, false);
   p.left = true;
+  p.refusal = refusal.value().code;
   p.told = true;  // it forgot the aggregation by itself
   Drop(a, p);
   return Count(a, Outcome::kAccepted);
@@ -514,9 +518,20 @@ void AggregationService::CloseKeys(Aggregation& a, uint64_t now_us) {
   }
   if (a.paper() && !a.result.dropped_at_keys.empty()) {
     const uint32_t missing = *std::min_element(a.result.dropped_at_keys.begin(), a.result.dropped_at_keys.end());
+    // Say why, so that a log tells a device that gave up (e.g. a peer's key
+    // never came) from one that was cut off or silent.
+    const Participant* m = a.Find(missing);
+    std::string why = " did not finish step 1 by its deadline";
+    if (m != nullptr && m->left) {
+      why = std::string(" left at step 1 (it refused: ") + StatusCodeName(static_cast<StatusCode>(m->refusal)) + ")";
+    } else if (m != nullptr && m->misbehaved) {
+      why = " sent a malformed record at step 1";
+    } else if (m != nullptr && m->unreachable) {
+      why = " became unreachable at step 1";
+    }
     Abort(a, sa::AbortReason::kTooFewSurvivors,
-          "paper mode (kCAGC Protocol 4) has no dropout recovery: device " + std::to_string(missing) +
-              " did not finish step 1",
+          "paper mode (kCAGC Protocol 4) has no dropout recovery: device " + std::to_string(missing) + why +
+              " (" + std::to_string(a.result.dropped_at_keys.size()) + " dropped at step 1)",
           now_us);
     return;
   }

@@ -93,6 +93,8 @@ struct FleetStats {
   std::atomic<uint64_t> secagg_sealed{0};     // peer messages sealed
   std::atomic<uint64_t> secagg_bytes_to_server{0};
   std::atomic<uint64_t> secagg_refused{0};    // records and messages devices refused
+  std::atomic<uint64_t> kcagc_instructions{0};   // kcagc: instructions participants followed
+  std::atomic<uint64_t> kcagc_contributions{0};  // kcagc: vectors offered to a secure sum
 };
 
 // Limits how many devices connect and handshake at the same time, so that
@@ -212,6 +214,10 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   Status Init();
   void Start();
   void Stop();
+  // The device hangs for good (a frozen app): its connection stays open but
+  // it reads, writes and polls nothing more, so the server sees silence, not
+  // a disconnect. Stop() still ends it.
+  void Freeze();
 
   // The job this device was told to expect has finished on the device
   // (FleetSetup::job: the echo job's round 2, the FedWalk HCT job's round
@@ -241,6 +247,8 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   asio::awaitable<void> Run();
   asio::awaitable<bool> Connect();
   asio::awaitable<void> Reader();
+  // Returns once the device is no longer frozen, stopping, or its socket closed.
+  asio::awaitable<void> WaitWhileFrozen();
   asio::awaitable<void> Writer();
   asio::awaitable<void> Poller();
   // The pump's ciphertext side over the socket: the handshake, and writing
@@ -346,9 +354,11 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   secagg::AggregationClient::Stats secagg_reported_{};
   uint32_t secagg_sealed_reported_ = 0;
   std::unique_ptr<kcagc::ParticipantRole> kcagc_role_;  // job "kcagc"
+  kcagc::ParticipantRole::Stats kcagc_reported_;        // what the fleet's counters hold of it
 
   bool connection_up_ = false;
   bool stopping_ = false;
+  bool frozen_ = false;
   bool failed_ = false;
   bool counted_finished_ = false;
   uint32_t connection_epoch_ = 0;
