@@ -349,6 +349,38 @@ std::optional<Options> Parse(int argc, char** argv) {
 }
 
 
+// The job's own counters on the progress line (between the connection
+// counts and finished/failed).
+std::string JobCounters(const std::string& job, bool strict_fedwalk, const nodefl::emulator::FleetStats& s,
+                        uint64_t expected) {
+  const auto v = [](const std::atomic<uint64_t>& a) { return std::to_string(a.load()); };
+  if (job == "lumos-trees") {
+    return "sessions done " + v(s.compare_done) + ", aborted " + v(s.compare_aborted) + ", trimming: bound " +
+           v(s.trim_bound) + ", steps " + v(s.trim_steps) + " (summed), messages " + v(s.trim_messages) +
+           ", training epochs uploaded " + v(s.train_epochs) + " (summed)";
+  }
+  if (job == "secure-compare") {
+    return "sessions done " + v(s.compare_done) + ", aborted " + v(s.compare_aborted) + ", messages " +
+           v(s.compare_messages);
+  }
+  if (job == "secure-aggregate") {
+    return "aggregation parts done " + v(s.secagg_completed) + ", peer messages sealed " + v(s.secagg_sealed) +
+           ", refused " + v(s.secagg_refused);
+  }
+  if (job == "kcagc") {
+    return "instructions followed " + v(s.kcagc_instructions) + ", vectors contributed " + v(s.kcagc_contributions);
+  }
+  if (strict_fedwalk) {
+    return "histograms released " + v(s.histogram_releases) + ", failed rounds " + v(s.histogram_failures);
+  }
+  if (job == "fedwalk-hct" || job == "fedwalk") {
+    return "tree round reports " + v(s.hct_rounds_reported) + " (3 per device), walk messages " +
+           v(s.walks_forwarded) + ", walks ended " + std::to_string(s.walks_finished.load() + s.walks_dropped.load()) +
+           " (dropped " + v(s.walks_dropped) + ")";
+  }
+  return "sealed sent " + v(s.sealed_sent) + ", verified " + v(s.verified_received) + "/" + std::to_string(expected);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -530,96 +562,12 @@ int main(int argc, char** argv) {
       const bool stop = all_done || timed_out || interrupted.load();
       if (std::chrono::steady_clock::now() - last_print >= std::chrono::seconds(2) || stop) {
         last_print = std::chrono::steady_clock::now();
-        if (opt->job == "lumos-trees") {
-          std::fprintf(stderr,
-                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, sessions done %llu, "
-                       "aborted %llu, trimming: bound %llu, steps %llu (summed), messages %llu, finished %llu, "
-                       "failed %llu\n",
-                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
-                       static_cast<unsigned long long>(stats.connecting.load()),
-                       static_cast<unsigned long long>(stats.reconnects.load()),
-                       static_cast<unsigned long long>(stats.compare_done.load()),
-                       static_cast<unsigned long long>(stats.compare_aborted.load()),
-                       static_cast<unsigned long long>(stats.trim_bound.load()),
-                       static_cast<unsigned long long>(stats.trim_steps.load()),
-                       static_cast<unsigned long long>(stats.trim_messages.load()),
-                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
-        } else if (opt->job == "secure-aggregate") {
-          std::fprintf(stderr,
-                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, aggregation parts done "
-                       "%llu, peer messages %llu, finished %llu, failed %llu\n",
-                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
-                       static_cast<unsigned long long>(stats.connecting.load()),
-                       static_cast<unsigned long long>(stats.reconnects.load()),
-                       static_cast<unsigned long long>(stats.secagg_completed.load()),
-                       static_cast<unsigned long long>(stats.secagg_sealed.load()),
-                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
-        } else if (opt->job == "secure-compare") {
-          std::fprintf(stderr,
-                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, sessions done %llu, "
-                       "aborted %llu, messages %llu, finished %llu, failed %llu\n",
-                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
-                       static_cast<unsigned long long>(stats.connecting.load()),
-                       static_cast<unsigned long long>(stats.reconnects.load()),
-                       static_cast<unsigned long long>(stats.compare_done.load()),
-                       static_cast<unsigned long long>(stats.compare_aborted.load()),
-                       static_cast<unsigned long long>(stats.compare_messages.load()),
-                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
-        } else if (strict_fedwalk) {
-          std::fprintf(stderr,
-                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, histograms released %llu, "
-                       "failed rounds %llu, finished %llu, failed %llu\n",
-                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
-                       static_cast<unsigned long long>(stats.connecting.load()),
-                       static_cast<unsigned long long>(stats.reconnects.load()),
-                       static_cast<unsigned long long>(stats.histogram_releases.load()),
-                       static_cast<unsigned long long>(stats.histogram_failures.load()),
-                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
-        } else if (opt->job == "fedwalk-hct" || opt->job == "fedwalk") {
-          std::fprintf(stderr,
-                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, tree round reports %llu "
-                       "(3 per device), walk messages %llu, walks ended %llu (dropped %llu), finished %llu, "
-                       "failed %llu\n",
-                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
-                       static_cast<unsigned long long>(stats.connecting.load()),
-                       static_cast<unsigned long long>(stats.reconnects.load()),
-                       static_cast<unsigned long long>(stats.hct_rounds_reported.load()),
-                       static_cast<unsigned long long>(stats.walks_forwarded.load()),
-                       static_cast<unsigned long long>(stats.walks_finished.load() + stats.walks_dropped.load()),
-                       static_cast<unsigned long long>(stats.walks_dropped.load()),
-                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
-        } else if (opt->job == "secure-aggregate") {
-          std::fprintf(stderr,
-                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, aggregation parts done "
-                       "%llu, peer messages sealed %llu, refused %llu, finished %llu, failed %llu\n",
-                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
-                       static_cast<unsigned long long>(stats.connecting.load()),
-                       static_cast<unsigned long long>(stats.reconnects.load()),
-                       static_cast<unsigned long long>(stats.secagg_completed.load()),
-                       static_cast<unsigned long long>(stats.secagg_sealed.load()),
-                       static_cast<unsigned long long>(stats.secagg_refused.load()),
-                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
-        } else if (opt->job == "kcagc") {
-          std::fprintf(stderr,
-                       "[%6.1fs] connected %llu/%u participants, reconnects %llu, instructions followed %llu, "
-                       "vectors contributed %llu, finished %llu, failed %llu\n",
-                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
-                       static_cast<unsigned long long>(stats.reconnects.load()),
-                       static_cast<unsigned long long>(stats.kcagc_instructions.load()),
-                       static_cast<unsigned long long>(stats.kcagc_contributions.load()),
-                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
-        } else {
-          std::fprintf(stderr,
-                       "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, finished %llu, "
-                       "failed %llu, sealed sent %llu, verified %llu/%llu\n",
-                       elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
-                       static_cast<unsigned long long>(stats.connecting.load()),
-                       static_cast<unsigned long long>(stats.reconnects.load()),
-                       static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed),
-                       static_cast<unsigned long long>(stats.sealed_sent.load()),
-                       static_cast<unsigned long long>(stats.verified_received.load()),
-                       static_cast<unsigned long long>(expected));
-        }
+        std::fprintf(stderr, "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, %s, finished %llu, failed %llu\n",
+                     elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                     static_cast<unsigned long long>(stats.connecting.load()),
+                     static_cast<unsigned long long>(stats.reconnects.load()),
+                     JobCounters(opt->job, strict_fedwalk, stats, expected).c_str(),
+                     static_cast<unsigned long long>(finished), static_cast<unsigned long long>(failed));
       }
       if (stop) {
         if (timed_out) std::fprintf(stderr, "nodefl-emulate: timeout after %u s\n", opt->timeout_s);
