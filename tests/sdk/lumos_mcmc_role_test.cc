@@ -17,6 +17,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "nodefl/lumos/mcmc_binding.h"
 #include "nodefl/protocol/envelope_codec.h"
 #include "nodefl/protocol/frame.h"
+#include "scripted_key_directory.h"
 #include "session_frames.h"
 #include "test_devices.h"
 #include "test_pki.h"
@@ -152,6 +154,8 @@ class Server {
   // keeps[v]: what v keeps at the start; devices in `unbound` have no greedy result.
   Server(const Graph& g, const std::vector<std::set<uint32_t>>& keeps, const std::set<uint32_t>& unbound = {})
       : g_(g) {
+    directory_.rules.certificate_der = [this](uint32_t id) -> ConstByteSpan { return devices_[id]->certificate_der(); };
+    directory_.rules.round = std::nullopt;  // the round of the request
     for (uint32_t v = 0; v < g.n; ++v) {
       devices_.push_back(std::make_unique<Device>(g, v, unbound.count(v) ? nullptr : &keeps[v]));
       Device& d = *devices_.back();
@@ -249,28 +253,20 @@ class Server {
 
   void Handle(uint32_t from, const nodefl_wire_Envelope& e) {
     switch (e.which_body) {
-      case nodefl_wire_Envelope_job_key_tag: {
-        const auto& k = e.body.job_key.public_key;
-        job_keys_[from] = std::vector<uint8_t>(k.bytes, k.bytes + k.size);
+      case nodefl_wire_Envelope_job_key_tag:
+        directory_.OnJobKey(from, e.body.job_key);
         AnswerKeyRequests();
         break;
-      }
       case nodefl_wire_Envelope_peer_key_request_tag:
-        for (pb_size_t i = 0; i < e.body.peer_key_request.device_ids_count; ++i) {
-          key_requests_.push_back({from, e.body.peer_key_request.device_ids[i], e.round});
-          ++key_requests_by[from];
-        }
+        directory_.OnKeyRequest(from, e.body.peer_key_request, e.round);
+        key_requests_by[from] += e.body.peer_key_request.device_ids_count;
         AnswerKeyRequests();
         break;
       case nodefl_wire_Envelope_relay_send_tag: {
         const auto& r = e.body.relay_send;
         ++relayed;
         relayed_sizes.insert(r.sealed.size);
-        auto d = Envelope(nodefl_wire_Envelope_relay_deliver_tag, kJob, 2);
-        d.body.relay_deliver.src = from;
-        d.body.relay_deliver.relay_id = ++relay_ids_[r.dst];
-        std::memcpy(d.body.relay_deliver.sealed.bytes, r.sealed.bytes, r.sealed.size);
-        d.body.relay_deliver.sealed.size = r.sealed.size;
+        const nodefl_wire_Envelope d = directory_.Deliver(from, r, kJob, 2);
         ASSERT_LT(r.dst, g_.n);
         inbox_[r.dst].push_back(Frame(r.dst, d));
         break;
@@ -313,24 +309,7 @@ class Server {
   }
 
   void AnswerKeyRequests() {
-    std::vector<KeyRequest> still;
-    for (const KeyRequest& r : key_requests_) {
-      if (job_keys_.count(r.id) == 0) {
-        still.push_back(r);
-        continue;
-      }
-      auto c = Envelope(nodefl_wire_Envelope_peer_certificate_tag, kJob, r.round);
-      c.body.peer_certificate.device_id = r.id;
-      c.body.peer_certificate.found = true;
-      const std::vector<uint8_t>& der = devices_[r.id]->certificate_der();
-      std::memcpy(c.body.peer_certificate.certificate_der.bytes, der.data(), der.size());
-      c.body.peer_certificate.certificate_der.size = static_cast<pb_size_t>(der.size());
-      const std::vector<uint8_t>& key = job_keys_.at(r.id);
-      std::memcpy(c.body.peer_certificate.job_key.bytes, key.data(), key.size());
-      c.body.peer_certificate.job_key.size = static_cast<pb_size_t>(key.size());
-      inbox_[r.from].push_back(Frame(r.from, c));
-    }
-    key_requests_.swap(still);
+    directory_.Answer(kJob, [&](uint32_t to, const nodefl_wire_Envelope& c) { inbox_[to].push_back(Frame(to, c)); });
   }
 
   // Delivers everything queued, one frame at a time, and polls every device
@@ -385,16 +364,11 @@ class Server {
   std::map<std::pair<uint32_t, uint32_t>, nodefl_wire_JobReport> reports;
 
  private:
-  struct KeyRequest {
-    uint32_t from, id, round;
-  };
   const Graph& g_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<std::deque<std::vector<uint8_t>>> inbox_;
   std::vector<uint64_t> seq_;
-  std::map<uint32_t, uint64_t> relay_ids_;
-  std::map<uint32_t, std::vector<uint8_t>> job_keys_;
-  std::vector<KeyRequest> key_requests_;
+  ::nodefl::testing::ScriptedKeyDirectory directory_;  // nodefl-server's key directory and relay
 };
 
 // A path 0-1-2-3-4 with 2 as a hub of two more leaves 5, 6: 2 keeps all four

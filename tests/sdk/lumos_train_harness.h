@@ -23,6 +23,7 @@
 #include "nodefl/lumos/train_role.h"
 #include "nodefl/protocol/envelope_codec.h"
 #include "nodefl/protocol/frame.h"
+#include "scripted_key_directory.h"
 #include "session_frames.h"
 #include "test_devices.h"
 #include "test_pki.h"
@@ -206,6 +207,8 @@ class Server {
   explicit Server(const World& w, bool bound = true, PrivacyBudget budget = PrivacyBudget::Unlimited(),
                   std::set<uint32_t> unbound = {})
       : w_(w) {
+    directory_.rules.certificate_der = [this](uint32_t id) -> ConstByteSpan { return devices_[id]->certificate_der(); };
+    directory_.rules.held = [this](uint32_t from) { return hold_keys_for.count(from) != 0; };
     for (uint32_t v = 0; v < w.n; ++v) {
       devices_.push_back(std::make_unique<Device>(w, v, bound && unbound.count(v) == 0, budget));
       Device& d = *devices_.back();
@@ -294,26 +297,18 @@ class Server {
   }
   void Handle(uint32_t from, const nodefl_wire_Envelope& e) {
     switch (e.which_body) {
-      case nodefl_wire_Envelope_job_key_tag: {
-        const auto& k = e.body.job_key.public_key;
-        job_keys_[from] = std::vector<uint8_t>(k.bytes, k.bytes + k.size);
+      case nodefl_wire_Envelope_job_key_tag:
+        directory_.OnJobKey(from, e.body.job_key);
         AnswerKeyRequests();
         break;
-      }
       case nodefl_wire_Envelope_peer_key_request_tag:
-        for (pb_size_t i = 0; i < e.body.peer_key_request.device_ids_count; ++i) {
-          key_requests_.push_back({from, e.body.peer_key_request.device_ids[i]});
-        }
+        directory_.OnKeyRequest(from, e.body.peer_key_request, e.round);
         AnswerKeyRequests();
         break;
       case nodefl_wire_Envelope_relay_send_tag: {
         const auto& r = e.body.relay_send;
         ++relayed;
-        auto d = Envelope(nodefl_wire_Envelope_relay_deliver_tag, kJob, e.round);
-        d.body.relay_deliver.src = from;
-        d.body.relay_deliver.relay_id = ++relay_ids_[r.dst];
-        std::memcpy(d.body.relay_deliver.sealed.bytes, r.sealed.bytes, r.sealed.size);
-        d.body.relay_deliver.sealed.size = r.sealed.size;
+        const nodefl_wire_Envelope d = directory_.Deliver(from, r, kJob, e.round);
         ASSERT_LT(r.dst, w_.n);
         inbox_[r.dst].push_back(Frame(r.dst, d));
         break;
@@ -352,24 +347,7 @@ class Server {
     }
   }
   void AnswerKeyRequests() {
-    std::vector<std::pair<uint32_t, uint32_t>> still;
-    for (const auto& [from, id] : key_requests_) {
-      if (job_keys_.count(id) == 0 || hold_keys_for.count(from) != 0) {
-        still.push_back({from, id});
-        continue;
-      }
-      auto c = Envelope(nodefl_wire_Envelope_peer_certificate_tag, kJob, 1);
-      c.body.peer_certificate.device_id = id;
-      c.body.peer_certificate.found = true;
-      const std::vector<uint8_t>& der = devices_[id]->certificate_der();
-      std::memcpy(c.body.peer_certificate.certificate_der.bytes, der.data(), der.size());
-      c.body.peer_certificate.certificate_der.size = static_cast<pb_size_t>(der.size());
-      const std::vector<uint8_t>& key = job_keys_.at(id);
-      std::memcpy(c.body.peer_certificate.job_key.bytes, key.data(), key.size());
-      c.body.peer_certificate.job_key.size = static_cast<pb_size_t>(key.size());
-      inbox_[from].push_back(Frame(from, c));
-    }
-    key_requests_.swap(still);
+    directory_.Answer(kJob, [&](uint32_t to, const nodefl_wire_Envelope& c) { inbox_[to].push_back(Frame(to, c)); });
   }
   void Pump(int max_rounds = 10'000) {
     for (int round = 0; round < max_rounds; ++round) {
@@ -412,9 +390,7 @@ class Server {
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<std::deque<std::vector<uint8_t>>> inbox_;
   std::vector<uint64_t> seq_;
-  std::map<uint32_t, uint64_t> relay_ids_;
-  std::map<uint32_t, std::vector<uint8_t>> job_keys_;
-  std::vector<std::pair<uint32_t, uint32_t>> key_requests_;
+  ::nodefl::testing::ScriptedKeyDirectory directory_;  // nodefl-server's key directory and relay
 };
 
 inline std::vector<float> RandomParams(size_t n, uint64_t seed) {

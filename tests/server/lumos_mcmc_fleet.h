@@ -40,6 +40,7 @@
 #include "nodefl/random/drbg.h"
 #include "nodefl/server/jobs/lumos_mcmc_job.h"
 #include "nodefl/server/lumos/trimming/trimming.h"
+#include "scripted_key_directory.h"
 #include "session_frames.h"
 #include "test_devices.h"
 
@@ -73,6 +74,9 @@ class McmcFleet {
 
   McmcFleet(const Graph& g, const McmcFleetOptions& o)
       : g_(g), o_(o), rng_(o.seed), job_(JobOptions(o), Ids(g.n), g.edges) {
+    // No certificates: the pair keys are fixed (FixedPairKeys).
+    directory_.rules.known = [this](uint32_t id) { return id < devs_.size(); };
+    directory_.rules.gone = [this](uint32_t from) { return !devs_[from]->alive; };
     for (uint32_t v = 0; v < g.n; ++v) {
       auto d = std::make_unique<Dev>(v, Identities());
       const size_t deg = g.adj[v].size();
@@ -170,7 +174,6 @@ class McmcFleet {
     std::deque<nodefl_wire_Envelope> inbox;
     std::deque<std::function<void()>> uploads;
     uint64_t seq = 0;
-    uint64_t relay_id = 0;
     bool alive = true;
   };
 
@@ -254,41 +257,21 @@ class McmcFleet {
   }
 
   void AnswerKeyRequests() {
-    std::vector<std::pair<uint32_t, uint32_t>> still;
-    for (const auto& [from, id] : key_requests_) {
-      if (!devs_[from]->alive) continue;
-      const bool known = id < devs_.size();
-      if (known && job_keys_.count(id) == 0) {
-        still.push_back({from, id});
-        continue;
-      }
-      nodefl_wire_Envelope c = Envelope(nodefl_wire_Envelope_peer_certificate_tag, kJob, 1);
-      c.body.peer_certificate.device_id = id;
-      c.body.peer_certificate.found = known;
-      if (known) {
-        const std::vector<uint8_t>& key = job_keys_.at(id);
-        std::memcpy(c.body.peer_certificate.job_key.bytes, key.data(), key.size());
-        c.body.peer_certificate.job_key.size = static_cast<pb_size_t>(key.size());
-      }
-      devs_[from]->inbox.push_back(c);
-      inbox_ready_.Insert(from);
-    }
-    key_requests_.swap(still);
+    directory_.Answer(kJob, [&](uint32_t to, const nodefl_wire_Envelope& c) {
+      devs_[to]->inbox.push_back(c);
+      inbox_ready_.Insert(to);
+    });
   }
 
   void Handle(Dev& d, const nodefl_wire_Envelope& e) {
     if (!d.alive) return;
     switch (e.which_body) {
-      case nodefl_wire_Envelope_job_key_tag: {
-        const auto& k = e.body.job_key.public_key;
-        job_keys_[d.id] = std::vector<uint8_t>(k.bytes, k.bytes + k.size);
+      case nodefl_wire_Envelope_job_key_tag:
+        directory_.OnJobKey(d.id, e.body.job_key);
         AnswerKeyRequests();
         break;
-      }
       case nodefl_wire_Envelope_peer_key_request_tag:
-        for (pb_size_t i = 0; i < e.body.peer_key_request.device_ids_count; ++i) {
-          key_requests_.push_back({d.id, e.body.peer_key_request.device_ids[i]});
-        }
+        directory_.OnKeyRequest(d.id, e.body.peer_key_request, e.round);
         AnswerKeyRequests();
         break;
       case nodefl_wire_Envelope_relay_send_tag: {
@@ -419,13 +402,7 @@ class McmcFleet {
       std::vector<uint8_t> sealed = std::move(q.front());
       q.pop_front();
       if (q.empty()) relay_ready_.Erase(k);
-      Dev& d = *devs_[k.second];
-      nodefl_wire_Envelope e = Envelope(nodefl_wire_Envelope_relay_deliver_tag, kJob, 2);
-      e.body.relay_deliver.src = k.first;
-      e.body.relay_deliver.relay_id = ++d.relay_id;
-      std::memcpy(e.body.relay_deliver.sealed.bytes, sealed.data(), sealed.size());
-      e.body.relay_deliver.sealed.size = static_cast<pb_size_t>(sealed.size());
-      Feed(d, e);
+      Feed(*devs_[k.second], directory_.Deliver(k.first, k.second, sealed, kJob, 2));
       CheckCoverage(k.second);
     } else {
       const uint32_t v = upload_ready_.Pick(rng_);
@@ -447,8 +424,7 @@ class McmcFleet {
   std::map<std::pair<uint32_t, uint32_t>, std::deque<std::vector<uint8_t>>> relay_;
   RandomBag<uint32_t> inbox_ready_, upload_ready_;
   RandomBag<std::pair<uint32_t, uint32_t>> relay_ready_;
-  std::map<uint32_t, std::vector<uint8_t>> job_keys_;
-  std::vector<std::pair<uint32_t, uint32_t>> key_requests_;
+  ::nodefl::testing::ScriptedKeyDirectory directory_;  // nodefl-server's key directory and relay numbering
   std::vector<ObservedMove> moves_;
   std::set<uint32_t> killed_;
   uint64_t coverage_checks_ = 0;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "lumos_train_harness.h"
+#include "scripted_key_directory.h"
 #include "nodefl/secagg/fixed_point.h"
 #include "nodefl/server/jobs/lumos_train_job.h"
 #include "nodefl/server/lumos/training/splits.h"
@@ -108,6 +109,9 @@ class Bridge {
  public:
   Bridge(const World& w, const jobs::LumosTrainOptions& o, std::map<uint32_t, uint32_t> secure_peers = {})
       : w_(w), train_epochs_(o.epochs), job_(o, Ids(w.n)) {
+    // Every id is "known": one >= n never announces a job key, so a request
+    // for it waits (no found = false answer).
+    directory_.rules.certificate_der = [this](uint32_t id) -> ConstByteSpan { return devices_[id]->certificate_der(); };
     for (uint32_t v = 0; v < w.n; ++v) {
       const uint32_t peers = secure_peers.count(v) ? secure_peers[v] : train_harness::kSecureSumPeers;
       devices_.push_back(std::make_unique<Device>(w, v, true, PrivacyBudget::Unlimited(), peers));
@@ -215,27 +219,18 @@ class Bridge {
 
   void Handle(uint32_t from, const nodefl_wire_Envelope& e) {
     switch (e.which_body) {
-      case nodefl_wire_Envelope_job_key_tag: {
-        const auto& k = e.body.job_key.public_key;
-        job_keys_[from] = std::vector<uint8_t>(k.bytes, k.bytes + k.size);
+      case nodefl_wire_Envelope_job_key_tag:
+        directory_.OnJobKey(from, e.body.job_key);
         AnswerKeyRequests();
         break;
-      }
       case nodefl_wire_Envelope_peer_key_request_tag:
-        for (pb_size_t i = 0; i < e.body.peer_key_request.device_ids_count; ++i) {
-          key_requests_.push_back({from, e.body.peer_key_request.device_ids[i]});
-        }
+        directory_.OnKeyRequest(from, e.body.peer_key_request, e.round);
         AnswerKeyRequests();
         break;
       case nodefl_wire_Envelope_relay_send_tag: {
         const auto& r = e.body.relay_send;
         ASSERT_LT(r.dst, w_.n);
-        auto d = ::nodefl::testing::AddressedEnvelope(nodefl_wire_Envelope_relay_deliver_tag, kJob, e.round);
-        d.body.relay_deliver.src = from;
-        d.body.relay_deliver.relay_id = ++relay_ids_[r.dst];
-        std::memcpy(d.body.relay_deliver.sealed.bytes, r.sealed.bytes, r.sealed.size);
-        d.body.relay_deliver.sealed.size = r.sealed.size;
-        Send(r.dst, d);
+        Send(r.dst, directory_.Deliver(from, r, kJob, e.round));
         break;
       }
       case nodefl_wire_Envelope_job_data_tag: {
@@ -277,24 +272,7 @@ class Bridge {
   }
 
   void AnswerKeyRequests() {
-    std::vector<std::pair<uint32_t, uint32_t>> still;
-    for (const auto& [from, id] : key_requests_) {
-      if (id >= w_.n || job_keys_.count(id) == 0) {
-        still.push_back({from, id});
-        continue;
-      }
-      auto c = ::nodefl::testing::AddressedEnvelope(nodefl_wire_Envelope_peer_certificate_tag, kJob, 1);
-      c.body.peer_certificate.device_id = id;
-      c.body.peer_certificate.found = true;
-      const std::vector<uint8_t>& der = devices_[id]->certificate_der();
-      std::memcpy(c.body.peer_certificate.certificate_der.bytes, der.data(), der.size());
-      c.body.peer_certificate.certificate_der.size = static_cast<pb_size_t>(der.size());
-      const std::vector<uint8_t>& key = job_keys_.at(id);
-      std::memcpy(c.body.peer_certificate.job_key.bytes, key.data(), key.size());
-      c.body.peer_certificate.job_key.size = static_cast<pb_size_t>(key.size());
-      Send(from, c);
-    }
-    key_requests_.swap(still);
+    directory_.Answer(kJob, [&](uint32_t to, const nodefl_wire_Envelope& c) { Send(to, c); });
   }
 
   const World& w_;
@@ -304,9 +282,7 @@ class Bridge {
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<std::deque<std::vector<uint8_t>>> inbox_;
   std::vector<uint64_t> seq_;
-  std::map<uint32_t, uint64_t> relay_ids_;
-  std::map<uint32_t, std::vector<uint8_t>> job_keys_;
-  std::vector<std::pair<uint32_t, uint32_t>> key_requests_;
+  ::nodefl::testing::ScriptedKeyDirectory directory_;  // nodefl-server's key directory and relay
   std::map<uint32_t, std::vector<float>> gradients_;
   std::map<uint32_t, TrainMetrics> metrics_;
   uint64_t plain_training_records_ = 0;
