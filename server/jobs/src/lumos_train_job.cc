@@ -971,7 +971,7 @@ std::string LumosTrainJob::ProgressLine() const {
       if (SecureEpoch() && aggregation_ != 0) {
         static const char* const kSteps[] = {"keys", "uploads", "reveals", "settled"};
         o << "secure sum, step " << kSteps[static_cast<int>(service_->result(aggregation_).step)] << ", "
-          << current_.devices << " devices";
+          << service_->awaited(aggregation_) << " of " << current_.devices << " devices still awaited";
       } else {
         o << (current_.devices - waiting_) << "/" << current_.devices << " done";
       }

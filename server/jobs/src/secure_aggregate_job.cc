@@ -214,6 +214,7 @@ std::string SecureAggregateJob::ProgressLine() const {
           case secagg::AggregationStep::kReveals: step = "reveals"; break;
           case secagg::AggregationStep::kSettled: step = "settled"; break;
         }
+        step += ", " + std::to_string(service_.awaited(current_)) + " devices still awaited";
       }
       return "aggregation " + std::to_string(summaries_.size()) + "/" + std::to_string(options_.aggregations) +
              ": step " + step;

@@ -781,6 +781,11 @@ void AggregationService::Answered(Aggregation& a, Participant& p) {
 
 const AggregationResult& AggregationService::result(uint32_t id) const { return aggregations_.at(id - 1)->result; }
 
+uint32_t AggregationService::awaited(uint32_t id) const {
+  const Aggregation& a = *aggregations_.at(id - 1);
+  return a.running() ? a.awaiting : 0;
+}
+
 std::vector<uint32_t> AggregationService::PeersOf(uint32_t id, uint32_t device) const {
   std::vector<uint32_t> ids;
   if (id == 0 || id > aggregations_.size()) return ids;

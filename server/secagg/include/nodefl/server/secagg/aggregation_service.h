@@ -234,6 +234,9 @@ class AggregationService {
 
   // id from Add (>= 1).
   const AggregationResult& result(uint32_t id) const;
+  // How many devices the aggregation's current step still waits for (0 once
+  // settled): progress for a step that takes minutes.
+  uint32_t awaited(uint32_t id) const;
   // A device's mask peers (ascending ids) in a running or settled aggregation;
   // empty for a non-participant.
   std::vector<uint32_t> PeersOf(uint32_t id, uint32_t device) const;
