@@ -59,6 +59,7 @@ struct Device {
 // What the test's "server" collected from the devices.
 struct Collected {
   std::map<uint32_t, std::vector<uint8_t>> keys;       // round public keys (kAggKey)
+  std::map<uint32_t, std::vector<bool>> reached;       // their bitmaps: whom each one's messages went to
   std::map<uint32_t, std::vector<uint32_t>> masked;    // assembled uploads
   std::map<uint32_t, std::vector<Share>> self_shares;  // per owner
   std::map<uint32_t, std::vector<Share>> secret_shares;
@@ -161,9 +162,12 @@ class Fleet {
  private:
   void Collect(uint32_t from, uint32_t kind, ConstByteSpan bytes) {
     if (kind == kAggKey) {
-      Result<AggKey> k = DecodeAggKey(bytes);
+      const uint32_t peers = size() - 1;
+      Result<AggKey> k = DecodeAggKey(bytes, peers);
       ASSERT_TRUE(k.ok());
       collected_.keys[from].assign(k.value().public_key, k.value().public_key + kAggPublicKeyBytes);
+      std::vector<bool>& r = collected_.reached[from];
+      for (uint32_t i = 0; i < peers; ++i) r.push_back(AggKeyReached(bytes, i));
     } else if (kind == kAggMasked) {
       Result<AggRun> r = DecodeAggRun(bytes);
       ASSERT_TRUE(r.ok());
@@ -358,6 +362,8 @@ TEST(SecaggClientTest, AMaskSetNamingAPeerThatGotNoSharesIsRefused) {
   }
   f.Pump();
   ASSERT_EQ(f.collected().keys.count(0), 1u);
+  // Its key record tells the server whom it reached.
+  EXPECT_EQ(f.collected().reached[0], (std::vector<bool>{true, false, true}));
   std::vector<uint8_t> rec(MaskSetBytes(3), 0);
   StoreU32Le(1, rec.data());
   for (uint32_t i = 0; i < 3; ++i) SetMaskSetBit(ByteSpan(rec), i);

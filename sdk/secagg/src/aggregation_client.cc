@@ -384,11 +384,13 @@ bool AggregationClient::BuildNext(Outgoing* out) {
       k.aggregation = start_.aggregation;
       CopyBytes(keys_.public_key().data(), kAggPublicKeyBytes, k.public_key);
       k.shared_with = shared_with_;
-      uint8_t rec[kAggKeyBytes];
-      EncodeAggKey(k, rec);
-      CopyBytes(rec, kAggKeyBytes, buffer_);
+      const Result<size_t> size = EncodeAggKey(k, peer_count_, ByteSpan(buffer_, sizeof buffer_));
+      if (!size.ok()) return false;  // kMaxAggPeers keeps it within a record
+      for (uint32_t i = 0; i < peer_count_; ++i) {
+        if (memory_.peers[i].reached) SetAggKeyReached(ByteSpan(buffer_, *size), i);
+      }
       out->kind = kAggKey;
-      out->bytes = ConstByteSpan(buffer_, kAggKeyBytes);
+      out->bytes = ConstByteSpan(buffer_, *size);
       return true;
     }
     case State::kMasking:

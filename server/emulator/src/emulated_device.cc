@@ -245,7 +245,7 @@ Status EmulatedDevice::Init() {
       train_agg_shares_.resize(2 * size_t{mask_peers});
       train_agg_points_.resize(mask_peers);
       train_agg_keys_.resize(mask_peers);
-      train_agg_held_.resize(std::min<uint32_t>(mask_peers, 64));
+      train_agg_held_.resize(mask_peers);  // one per mask peer: none is ever dropped
       lumos::TrainSecureSumMemory memory;
       memory.peers = Span<secagg::AggregationPeer>(train_agg_peers_);
       memory.shares = Span<secagg::Share>(train_agg_shares_);
@@ -268,7 +268,7 @@ Status EmulatedDevice::Init() {
     secagg_points_.resize(peers);
     secagg_vector_.resize(fleet_.secagg_length);
     secagg_keys_.resize(peers);
-    secagg_held_.resize(std::min<uint32_t>(peers, 64));
+    secagg_held_.resize(peers);  // one per mask peer: none is ever dropped
     secagg::SecureAggregateMemory memory;
     memory.aggregation = secagg::AggregationMemory{
         Span<secagg::AggregationPeer>(secagg_peers_), Span<secagg::Share>(secagg_shares_),

@@ -159,6 +159,10 @@ struct AggregationService::Participant {
   bool told = false;     // got kAggAbort (or left by itself): nothing more is sent to it
   bool awaited = false;  // the current step waits for it
   bool has_key = false;
+  std::vector<bool> reached;  // by peer position: its step-1 message went there (its key record)
+  // By peer position: the pair masks with that peer (both sent each other
+  // their step-1 messages, both kept); fixed when step 1 closes.
+  std::vector<bool> mask_edges;
   bool in_mask_set = false;  // finished step 1 and kept: fixed when step 1 closes
   bool reporter = false;     // its masked vector is complete
   std::array<uint8_t, sa::kAggPublicKeyBytes> key{};
@@ -327,13 +331,14 @@ AggregationService::Outcome AggregationService::OnRecord(uint32_t device, uint32
 }
 
 AggregationService::Outcome AggregationService::OnKey(Aggregation& a, Participant& p, std::span<const uint8_t> bytes) {
-  const auto key = sa::DecodeAggKey(AsBytes(bytes));
-  // An uncompressed point starts with 4; a device cannot have shared with
-  // more peers than it has.
-  if (!key.ok() || key->public_key[0] != 0x04 || key->shared_with > p.peers.size()) return Malformed(a, p);
+  const auto key = sa::DecodeAggKey(AsBytes(bytes), static_cast<uint32_t>(p.peers.size()));
+  // An uncompressed point starts with 4.
+  if (!key.ok() || key->public_key[0] != 0x04) return Malformed(a, p);
   if (p.has_key) return Count(a, Outcome::kRejected);  // a second key (or a replay of the first)
   if (!p.live || a.step() != AggregationStep::kKeys) return p.left ? Count(a, Outcome::kRejected) : Late(a, p, false);
   std::copy(std::begin(key->public_key), std::end(key->public_key), p.key.begin());
+  p.reached.assign(p.peers.size(), false);
+  for (size_t i = 0; i < p.peers.size(); ++i) p.reached[i] = sa::AggKeyReached(AsBytes(bytes), static_cast<uint32_t>(i));
   p.has_key = true;
   Answered(a, p);
   return Count(a, Outcome::kAccepted);
@@ -535,14 +540,43 @@ void AggregationService::CloseKeys(Aggregation& a, uint64_t now_us) {
           now_us);
     return;
   }
-  if (!a.paper()) {
-    // A device with fewer live peers than the threshold could not have its
-    // secrets rebuilt: out, and its peers lose it, to a fixpoint.
+  // A pair masks only if each side's message reached the other: a device
+  // that could not key a peer skipped it (its key record says so), and the
+  // peer must then neither wait for its message nor mask with it.
+  for (size_t i = 0; i < a.participants.size(); ++i) {
+    Participant& p = a.participants[i];
+    p.mask_edges.assign(p.peers.size(), false);
+    if (!p.live) continue;
+    for (size_t k = 0; k < p.peers.size(); ++k) {
+      const Participant& q = a.participants[p.peers[k]];
+      if (!p.reached[k] || !q.live) continue;
+      const auto back = std::lower_bound(q.peers.begin(), q.peers.end(), static_cast<uint32_t>(i));
+      p.mask_edges[k] = back != q.peers.end() && *back == i && q.reached[static_cast<size_t>(back - q.peers.begin())];
+    }
+  }
+  if (a.paper()) {
+    // Paper mode masks with every peer: a pair that did not exchange keys
+    // both ways cannot be left out.
+    for (const Participant& p : a.participants) {
+      if (!p.live) continue;
+      for (size_t k = 0; k < p.peers.size(); ++k) {
+        if (p.mask_edges[k]) continue;
+        Abort(a, sa::AbortReason::kTooFewSurvivors,
+              "paper mode (kCAGC Protocol 4) has no dropout recovery: devices " + std::to_string(p.id) + " and " +
+                  std::to_string(a.participants[p.peers[k]].id) + " did not exchange their step-1 messages",
+              now_us);
+        return;
+      }
+    }
+  } else {
+    // A device with fewer mask peers than the threshold could not have its
+    // secrets rebuilt: out, and its mask peers lose it, to a fixpoint.
     std::vector<uint32_t> live_peers(a.participants.size(), 0);
     std::vector<uint32_t> below;
     for (size_t i = 0; i < a.participants.size(); ++i) {
-      if (!a.participants[i].live) continue;
-      for (uint32_t j : a.participants[i].peers) live_peers[i] += a.participants[j].live ? 1 : 0;
+      const Participant& p = a.participants[i];
+      if (!p.live) continue;
+      for (size_t k = 0; k < p.peers.size(); ++k) live_peers[i] += p.mask_edges[k] ? 1 : 0;
       if (live_peers[i] < a.result.threshold) below.push_back(static_cast<uint32_t>(i));
     }
     while (!below.empty()) {
@@ -552,8 +586,9 @@ void AggregationService::CloseKeys(Aggregation& a, uint64_t now_us) {
       p.live = false;
       a.result.excluded.push_back(p.id);
       Tell(a, p, sa::AbortReason::kExcluded);
-      for (uint32_t j : p.peers) {
-        if (a.participants[j].live && live_peers[j]-- == a.result.threshold) below.push_back(j);
+      for (size_t k = 0; k < p.peers.size(); ++k) {
+        const uint32_t j = p.peers[k];
+        if (p.mask_edges[k] && a.participants[j].live && live_peers[j]-- == a.result.threshold) below.push_back(j);
       }
     }
   }
@@ -573,8 +608,8 @@ void AggregationService::CloseKeys(Aggregation& a, uint64_t now_us) {
     std::vector<uint8_t> record(sa::MaskSetBytes(static_cast<uint32_t>(p.peers.size())), 0);
     StoreU32Le(a.result.id, record.data());
     for (size_t i = 0; i < p.peers.size(); ++i) {
-      if (a.participants[p.peers[i]].live)
-        sa::SetMaskSetBit(ByteSpan(record.data(), record.size()), static_cast<uint32_t>(i));
+      p.mask_edges[i] = p.mask_edges[i] && a.participants[p.peers[i]].live;
+      if (p.mask_edges[i]) sa::SetMaskSetBit(ByteSpan(record.data(), record.size()), static_cast<uint32_t>(i));
     }
     Send(a, p, sa::kAggMaskSet, std::move(record));
     ExpectFrom(a, p);  // its masked vector
@@ -624,7 +659,7 @@ void AggregationService::CloseUploads(Aggregation& a, uint64_t now_us) {
     StoreU32Le(a.result.id, record.data());
     for (size_t i = 0; i < p.peers.size(); ++i) {
       const Participant& q = a.participants[p.peers[i]];
-      if (!q.in_mask_set) continue;
+      if (!p.mask_edges[i]) continue;
       p.asked[i] = q.reporter ? sa::RevealCode::kSelfSeed : sa::RevealCode::kRoundSecret;
       sa::SetReveal(ByteSpan(record.data(), record.size()), static_cast<uint32_t>(i), p.asked[i]);
       ++p.shares_expected;
@@ -651,8 +686,9 @@ void AggregationService::Finish(Aggregation& a, uint64_t now_us) {
   for (Participant& p : a.participants) {
     if (!p.in_mask_set) continue;
     std::vector<uint32_t> reporting_peers;
-    for (uint32_t j : p.peers) {
-      if (a.participants[j].reporter) reporting_peers.push_back(a.participants[j].id);
+    for (size_t k = 0; k < p.peers.size(); ++k) {
+      const Participant& q = a.participants[p.peers[k]];
+      if (p.mask_edges[k] && q.reporter) reporting_peers.push_back(q.id);
     }
     if (p.reporter) {
       view.public_keys[p.id].assign(p.key.begin(), p.key.end());
@@ -743,6 +779,8 @@ void AggregationService::Settle(Aggregation& a, uint64_t now_us) {
     Release(p.received);
     Release(p.asked);
     Release(p.revealed);
+    Release(p.reached);
+    Release(p.mask_edges);
   }
   a.awaiting = 0;
   Release(a.running_sum);

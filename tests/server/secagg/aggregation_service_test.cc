@@ -57,6 +57,7 @@ struct SimDevice {
   DropAt drop = DropAt::kNever;
   bool unreachable_when_dropping = false;  // the harness then calls MarkUnreachable
   bool hold_upload = false;                // masks, but keeps its runs in `held` for the test to send
+  std::set<uint32_t> skip;                 // peers it cannot key: no step-1 message goes to them
 
   // The aggregation it is in.
   sa::AggStart start;
@@ -253,6 +254,7 @@ class Harness {
                       .ok());
     }
     for (size_t i = 0; i < k; ++i) {
+      if (d.skip.count(d.peers[i]) != 0) continue;
       sa::AggPeerMessage m;
       m.aggregation = d.start.aggregation;
       m.round = d.start.round;
@@ -271,9 +273,13 @@ class Harness {
     key.aggregation = d.start.aggregation;
     std::copy(d.keys->public_key().begin(), d.keys->public_key().end(), key.public_key);
     key.shared_with = static_cast<uint32_t>(k);
-    uint8_t out[sa::kAggKeyBytes];
-    sa::EncodeAggKey(key, out);
-    Send(d, sa::kAggKey, std::vector<uint8_t>(out, out + sa::kAggKeyBytes));
+    for (uint32_t v : d.peers) key.shared_with -= d.skip.count(v) != 0 ? 1 : 0;
+    std::vector<uint8_t> out(sa::AggKeyBytes(static_cast<uint32_t>(k)));
+    ASSERT_TRUE(sa::EncodeAggKey(key, static_cast<uint32_t>(k), ByteSpan(out.data(), out.size())).ok());
+    for (size_t i = 0; i < k; ++i) {
+      if (d.skip.count(d.peers[i]) == 0) sa::SetAggKeyReached(ByteSpan(out.data(), out.size()), static_cast<uint32_t>(i));
+    }
+    Send(d, sa::kAggKey, std::move(out));
   }
 
   // codes + self mask (robust) + one pair mask per mask-set peer, uploaded
@@ -977,9 +983,10 @@ TEST(AggregationServiceTest, DeadlinesDropSilentDevicesAndLateUploadsAreRefused)
   sa::AggKey key;
   key.aggregation = id;
   key.public_key[0] = 4;
-  uint8_t encoded[sa::kAggKeyBytes];
-  sa::EncodeAggKey(key, encoded);
-  EXPECT_EQ(h.Inject(silent, sa::kAggKey, std::vector<uint8_t>(encoded, encoded + sa::kAggKeyBytes)), Outcome::kLate);
+  const auto silent_peers = static_cast<uint32_t>(h.device(silent).peers.size());
+  std::vector<uint8_t> encoded(sa::AggKeyBytes(silent_peers));
+  ASSERT_TRUE(sa::EncodeAggKey(key, silent_peers, ByteSpan(encoded.data(), encoded.size())).ok());
+  EXPECT_EQ(h.Inject(silent, sa::kAggKey, encoded), Outcome::kLate);
   // Everyone but the slow device uploaded; the step waits for it.
   ASSERT_FALSE(h.device(slow).held.empty());
   EXPECT_EQ(r.step, AggregationStep::kUploads);
@@ -1030,6 +1037,75 @@ TEST(AggregationServiceTest, UnreachableDevicesEndAStepEarly) {
   EXPECT_EQ(r.included, expected);
   EXPECT_EQ(r.sum, CodeSum(h, expected, 8));
   EXPECT_EQ(h.AbortsSent().count(ids[0]), 0u);  // nothing is sent to an unreachable device
+}
+
+// A device that could not key a peer skips it in step 1 (at scale: the
+// peer announced its job key after the server stopped waiting for it), and
+// its key record says so. The pair is left out of both mask sets: the peer
+// that did send must not wait for a message that never comes (before the
+// key records carried the bitmap it waited until the step deadline and was
+// dropped, and at 10,000 devices whole rounds aborted this way), nor be
+// asked for shares it never received.
+TEST(AggregationServiceTest, APairThatDidNotExchangeMessagesBothWaysIsLeftOutOfBothMaskSets) {
+  const std::vector<uint32_t> ids = Ids(10);
+  for (DropAt at : {DropAt::kNever, DropAt::kBeforeUpload, DropAt::kBeforeReveal}) {
+    AggregationService service(13);
+    Harness h(service, ids, 16, 13);
+    AggregationRequest request;
+    request.devices = ids;
+    request.length = 16;
+    request.step_timeout_us = kTimeout;  // full graph, threshold 5 of 9
+    const uint32_t id = service.Add(request, h.now);
+    const uint32_t a = ids[2], b = ids[5];
+    h.device(a).skip = {b};  // b's message reaches a; a's never reaches b
+    h.device(b).drop = at;
+    h.device(b).unreachable_when_dropping = true;  // so that no step waits for b itself
+    h.Pump();  // never past a deadline: nobody waits for a missing message
+    const AggregationResult& r = service.result(id);
+    ASSERT_EQ(r.state, AggregationState::kDone) << r.message << " step " << static_cast<int>(r.step) << " at " << static_cast<int>(at);
+    EXPECT_EQ(r.wall_us, 0u);
+    EXPECT_TRUE(r.dropped_at_keys.empty());
+    EXPECT_TRUE(r.excluded.empty());
+    const auto has = [](const std::vector<uint32_t>& v, uint32_t x) { return std::count(v.begin(), v.end(), x) != 0; };
+    EXPECT_FALSE(has(h.device(a).mask_set, b));
+    EXPECT_FALSE(has(h.device(b).mask_set, a));
+    EXPECT_EQ(h.device(a).mask_set.size(), 8u);
+    // Everyone else masks with both.
+    EXPECT_TRUE(has(h.device(ids[0]).mask_set, a));
+    EXPECT_TRUE(has(h.device(ids[0]).mask_set, b));
+    std::vector<uint32_t> expected = ids;
+    if (at == DropAt::kBeforeUpload) {
+      expected.erase(std::find(expected.begin(), expected.end(), b));
+      EXPECT_EQ(r.dropped_at_uploads, std::vector<uint32_t>{b});
+      // Its round secret is rebuilt from the others' shares, not a's.
+      EXPECT_EQ(h.device(a).revealed_secret.count(b), 0u);
+    }
+    EXPECT_EQ(r.included, expected);
+    EXPECT_EQ(r.sum, CodeSum(h, expected, 16));
+    ExpectDecodesToInputSum(h, r);
+  }
+}
+
+// A key record whose bitmap does not match its count, or sets a padding
+// bit, is malformed.
+TEST(AggregationServiceTest, AKeyRecordWithABadReachedBitmapIsMalformed) {
+  sa::AggKey key;
+  key.aggregation = 1;
+  key.public_key[0] = 4;
+  key.shared_with = 2;
+  std::vector<uint8_t> record(sa::AggKeyBytes(9));
+  ASSERT_TRUE(sa::EncodeAggKey(key, 9, ByteSpan(record.data(), record.size())).ok());
+  EXPECT_FALSE(sa::DecodeAggKey(ConstByteSpan(record.data(), record.size()), 9).ok());  // 0 bits set, 2 claimed
+  sa::SetAggKeyReached(ByteSpan(record.data(), record.size()), 0);
+  sa::SetAggKeyReached(ByteSpan(record.data(), record.size()), 8);
+  Result<sa::AggKey> ok = sa::DecodeAggKey(ConstByteSpan(record.data(), record.size()), 9);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok->shared_with, 2u);
+  EXPECT_FALSE(sa::DecodeAggKey(ConstByteSpan(record.data(), record.size()), 17).ok());  // wrong length
+  sa::SetAggKeyReached(ByteSpan(record.data(), record.size()), 9);  // padding
+  EXPECT_FALSE(sa::DecodeAggKey(ConstByteSpan(record.data(), record.size()), 9).ok());
+  std::vector<uint8_t> short_record(sa::AggKeyBytes(9) - 1);
+  EXPECT_FALSE(sa::EncodeAggKey(key, 9, ByteSpan(short_record.data(), short_record.size())).ok());
 }
 
 // A reporter that goes away after its upload, while others still upload:

@@ -60,18 +60,29 @@ Result<AggRun> DecodeAggRun(ConstByteSpan bytes) {
   return r;
 }
 
-void EncodeAggKey(const AggKey& k, uint8_t (&out)[kAggKeyBytes]) {
-  StoreU32Le(k.aggregation, out);
+Result<size_t> EncodeAggKey(const AggKey& k, uint32_t peers, ByteSpan out) {
+  const size_t size = AggKeyBytes(peers);
+  if (out.size() < size) return Status::OutOfRange();
+  StoreU32Le(k.aggregation, out.data());
   for (size_t i = 0; i < kAggPublicKeyBytes; ++i) out[4 + i] = k.public_key[i];
-  StoreU32Le(k.shared_with, out + 4 + kAggPublicKeyBytes);
+  StoreU32Le(k.shared_with, out.data() + 4 + kAggPublicKeyBytes);
+  for (size_t i = kAggKeyHeaderBytes; i < size; ++i) out[i] = 0;
+  return size;
 }
 
-Result<AggKey> DecodeAggKey(ConstByteSpan bytes) {
-  if (bytes.size() != kAggKeyBytes) return Status::InvalidArgument();
+Result<AggKey> DecodeAggKey(ConstByteSpan bytes, uint32_t peers) {
+  if (bytes.size() != AggKeyBytes(peers)) return Status::InvalidArgument();
   AggKey k;
   k.aggregation = LoadU32Le(bytes.data());
   for (size_t i = 0; i < kAggPublicKeyBytes; ++i) k.public_key[i] = bytes[4 + i];
   k.shared_with = LoadU32Le(bytes.data() + 4 + kAggPublicKeyBytes);
+  uint32_t set = 0;
+  for (uint32_t i = 0; i < 8 * static_cast<uint32_t>(bytes.size() - kAggKeyHeaderBytes); ++i) {
+    if (!AggKeyReached(bytes, i)) continue;
+    if (i >= peers) return Status::InvalidArgument();  // padding
+    ++set;
+  }
+  if (set != k.shared_with) return Status::InvalidArgument();
   return k;
 }
 

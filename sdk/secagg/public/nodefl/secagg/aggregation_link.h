@@ -14,7 +14,9 @@
 //     if fewer than its threshold remain);
 //   - relayed messages are opened with the sender's job keys, checked
 //     against its replay window and handed to the client; one that
-//     overtakes its sender's key waits in a held slot;
+//     overtakes its sender's key waits in a held slot. Give one held slot
+//     per mask peer: a message dropped for want of a slot is lost, and
+//     this device then waits for it until the step's deadline;
 //   - the input comes from an InputFunction when an aggregation wants it.
 //
 // Counters. Seal() needs a counter that never repeats under one pair's job

@@ -18,10 +18,12 @@
 //           peer one AggPeerMessage (its round public key and the two
 //           shares meant for that peer), sealed end to end by the job and
 //           sent through the relay; then kAggKey to the server (its round
-//           public key, public) after every peer message, so the server
-//           has routed them all when it reads the key.
+//           public key, public, and which peers its messages went to)
+//           after every peer message, so the server has routed them all
+//           when it reads the key.
 //   step 2  server -> device: kAggMaskSet, a bitmap over the peer list:
-//           the peers that finished step 1 (the same relation both ways).
+//           the peers that finished step 1 and exchanged messages with it
+//           both ways (the same relation both ways).
 //           device: once it holds every such peer's message, it masks its
 //           input with its self mask and one pair mask per mask-set peer
 //           and uploads it in kAggMasked records.
@@ -61,7 +63,7 @@ enum AggDataKind : uint32_t {
   kAggMaskSet = 0x5A03,  // server -> device: aggregation (4) | bit i of the bitmap: peer i masks with you
   kAggReveal = 0x5A04,   // server -> device: aggregation (4) | RevealCode of peer i in bits 2i, 2i+1
   kAggAbort = 0x5A05,    // server -> device: aggregation (4) | AbortReason (1)
-  kAggKey = 0x5A11,      // device -> server: aggregation (4) | round public key (65) | peers shared with (4)
+  kAggKey = 0x5A11,      // device -> server: aggregation (4) | round public key (65) | peers shared with (4) | reached bitmap
   kAggMasked = 0x5A12,   // device -> server: aggregation (4) | offset (4) | words (4 each)
   kAggShares = 0x5A13,   // device -> server: aggregation (4) | count (2) | RevealedShare entries
   kAggRefuse = 0x5A14,   // device -> server: aggregation (4) | StatusCode (1): the device left it
@@ -136,15 +138,31 @@ inline void SetReveal(ByteSpan record, uint32_t i, RevealCode c) {
   record[4 + i / 4] |= static_cast<uint8_t>(static_cast<uint32_t>(c) << (2 * (i % 4)));
 }
 
-// kAggKey.
-inline constexpr size_t kAggKeyBytes = 4 + kAggPublicKeyBytes + 4;
+// kAggKey: aggregation | round public key | peers its messages went to |
+// a bitmap over its peer list (bit i: its message went to peer i). The
+// server keeps a pair in the mask sets only when each side's message went
+// to the other: a device that could not key a peer skips it, and that peer
+// must then neither wait for its message nor mask with it.
+inline constexpr size_t kAggKeyHeaderBytes = 4 + kAggPublicKeyBytes + 4;
+inline constexpr size_t AggKeyBytes(uint32_t peers) { return kAggKeyHeaderBytes + (peers + 7) / 8; }
+static_assert(AggKeyBytes(kMaxAggPeers) <= kAggRecordBytes, "a key record fits one JobData");
+inline bool AggKeyReached(ConstByteSpan record, uint32_t i) {
+  return ((record[kAggKeyHeaderBytes + i / 8] >> (i % 8)) & 1u) != 0;
+}
+inline void SetAggKeyReached(ByteSpan record, uint32_t i) {
+  record[kAggKeyHeaderBytes + i / 8] |= static_cast<uint8_t>(1u << (i % 8));
+}
 struct AggKey {
   uint32_t aggregation = 0;
   uint8_t public_key[kAggPublicKeyBytes] = {};
-  uint32_t shared_with = 0;  // peers its messages went to
+  uint32_t shared_with = 0;  // peers its messages went to: the bits set
 };
-void EncodeAggKey(const AggKey& k, uint8_t (&out)[kAggKeyBytes]);
-Result<AggKey> DecodeAggKey(ConstByteSpan bytes);
+// Writes AggKeyBytes(peers) bytes with every reached bit clear (set them
+// with SetAggKeyReached); kOutOfRange if `out` is short.
+Result<size_t> EncodeAggKey(const AggKey& k, uint32_t peers, ByteSpan out);
+// kInvalidArgument unless the record is AggKeyBytes(peers) long, the
+// bitmap's padding bits are clear and shared_with counts its bits.
+Result<AggKey> DecodeAggKey(ConstByteSpan bytes, uint32_t peers);
 
 // kAggShares entries: the holder's point is its id + 1 (the server knows
 // who sent the record).
