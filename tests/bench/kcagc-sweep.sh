@@ -13,9 +13,13 @@
 #                       --participants 2 --local-clusters 2k" (the label ends
 #                       at the first '=' followed by '--'); default: the Cora
 #                       grid of docs/kcagc.md (central; basic and kCAGC with
-#                       k^ = k, 2k, 4k at L = 2, 4, 8, 16; the tree at L = 8, 16)
+#                       k^ = k, 2k, 4k at L = 2, 4, 8, 16; the tree at L = 8, 16;
+#                       the joint mode is not in it, since it refuses
+#                       --space full: give "joint L=2=--mode joint ...")
 # Prints a markdown table: configuration, accuracy, NMI, macro-F1 (each
-# mean ± sd in %), intersections, secure sums, aggregation rounds, seconds.
+# mean ± sd in %), intersections, secure sums, aggregation rounds, the
+# subspace iteration's steps (central's whitened space and the joint mode),
+# seconds.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -32,7 +36,7 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build_dir=$2; shift 2 ;;
     --no-build) build=0; shift ;;
     --common) common=$2; shift 2 ;;
-    -h|--help) sed -n '2,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,25s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     --*) echo "kcagc-sweep.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) configs+=("$1"); shift ;;
   esac
@@ -55,8 +59,8 @@ fi
 sim=$build_dir/bin/nodefl-kcagc-sim
 [[ -x $sim ]] || { echo "kcagc-sweep.sh: $sim is not built" >&2; exit 2; }
 
-echo "| configuration | accuracy % | NMI % | macro-F1 % | intersections | secure sums | rounds | s |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| configuration | accuracy % | NMI % | macro-F1 % | intersections | secure sums | rounds | steps | s |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for config in "${configs[@]}"; do
   label=${config%%=--*}
   flags=--${config#*=--}
@@ -70,11 +74,12 @@ for config in "${configs[@]}"; do
       inter += $2
       for (i = 1; i < NF; i++) { if ($i == "sums") sums += $(i + 1) + 0; if ($i == "rounds") rounds += $(i + 1) + 0 }
     }
+    /spectral steps/ { for (i = 1; i < NF; i++) if ($i == "steps") steps += $(i + 1) + 0 }
     /wall/ { for (i = 1; i <= NF; i++) if ($i == "wall") secs += $(i + 1) }
     END {
-      if (n == 0) { printf "| %s | failed | | | | | | |\n", label; exit }
-      printf "| %s | %s | %s | %s | %s | %s | %s | %.2f |\n", label, stats(a, a2, n), stats(nm, nm2, n), stats(f, f2, n),
+      if (n == 0) { printf "| %s | failed | | | | | | | |\n", label; exit }
+      printf "| %s | %s | %s | %s | %s | %s | %s | %s | %.2f |\n", label, stats(a, a2, n), stats(nm, nm2, n), stats(f, f2, n),
              inter ? sprintf("%.0f", inter / n) : "-", sums ? sprintf("%.0f", sums / n) : "-",
-             rounds ? sprintf("%.0f", rounds / n) : "-", secs / n
+             rounds ? sprintf("%.0f", rounds / n) : "-", steps ? sprintf("%.1f", steps / n) : "-", secs / n
     }'
 done

@@ -21,13 +21,6 @@
 
 #include <unistd.h>
 
-// The simulation's headers first: they name secagg::FixedPoint from inside
-// nodefl::server, which nodefl::server::secagg (the aggregation service,
-// through kcagc_job.h) would shadow.
-#include "nodefl/server/kcagc/aggregator.h"
-#include "nodefl/server/kcagc/sim/features.h"
-#include "nodefl/server/kcagc/sim/runs.h"
-// Then the rest.
 #include "kcagc_attributed_graph.h"
 #include "nodefl/kcagc/participant_data.h"
 #include "nodefl/kcagc/participant_engine.h"
@@ -39,6 +32,9 @@
 #include "nodefl/server/jobs/kcagc_job.h"
 #include "nodefl/server/jobs/kcagc_kind.h"
 #include "nodefl/server/jobs/kcagc_labels.h"
+#include "nodefl/server/kcagc/aggregator.h"
+#include "nodefl/server/kcagc/sim/features.h"
+#include "nodefl/server/kcagc/sim/runs.h"
 
 namespace nodefl::server::jobs {
 namespace {

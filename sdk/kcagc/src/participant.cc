@@ -4,6 +4,7 @@
 #include <Eigen/Dense>
 
 #include "nodefl/kcagc/kmeans.h"
+#include "nodefl/kcagc/spectral.h"
 
 namespace nodefl::kcagc {
 
@@ -39,6 +40,11 @@ Result<Matrix> VirtualNodeRows(const Matrix& x, const Matrix& centres, const Int
     rows.row(g) = (sum / static_cast<double>(groups.group_size(g))).cast<float>();
   }
   return rows;
+}
+
+Result<std::vector<float>> JointSpectralContribution(const Matrix& x, const Matrix& block) {
+  NODEFL_TRY_ASSIGN(const Matrix z, GramProduct(x, block));
+  return std::vector<float>(z.data(), z.data() + z.size());  // row-major: node by node
 }
 
 std::vector<double> IntersectionWeights(const Intersections& groups) {

@@ -92,12 +92,14 @@ Result<Matrix> Subspace(const Matrix& x, uint32_t k, const ProjectionOptions& o)
 
 }  // namespace
 
+bool TakesExactMethod(const ProjectionOptions& o, int64_t rows, int64_t cols) {
+  return o.method == ProjectionMethod::kExact || (o.method == ProjectionMethod::kAuto && std::min(rows, cols) <= kExactLimit);
+}
+
 Result<Matrix> TopRightSingularVectors(const Matrix& x, uint32_t k, const ProjectionOptions& o) {
   const Eigen::Index small = std::min(x.rows(), x.cols());
   if (k == 0 || static_cast<Eigen::Index>(k) > small || !x.allFinite()) return Status::InvalidArgument();
-  const bool exact = o.method == ProjectionMethod::kExact ||
-                     (o.method == ProjectionMethod::kAuto && small <= kExactLimit);
-  return exact ? Exact(x, k) : Subspace(x, k, o);
+  return TakesExactMethod(o, x.rows(), x.cols()) ? Exact(x, k) : Subspace(x, k, o);
 }
 
 Result<Matrix> Project(const Matrix& x, const Matrix& basis) {

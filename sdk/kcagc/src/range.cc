@@ -1,6 +1,7 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/kcagc/range.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -20,6 +21,16 @@ double DistanceBound(const Matrix& x) {
     if (s > largest) largest = s;
   }
   return 4.0 * largest * kBoundMargin;
+}
+
+double GramBound(const Matrix& x) {
+  double largest = 0.0, total = 0.0;
+  for (Eigen::Index i = 0; i < x.rows(); ++i) {
+    const double s = x.row(i).cast<double>().squaredNorm();
+    largest = std::max(largest, s);
+    total += s;
+  }
+  return std::sqrt(largest) * std::sqrt(total) * kBoundMargin;
 }
 
 Result<secagg::FixedPoint> RangeCode(uint32_t participants) { return CodeForClip(static_cast<float>(kRangeClip), participants); }

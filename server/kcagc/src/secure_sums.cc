@@ -14,6 +14,12 @@ uint64_t StageRounds(uint32_t centres, uint32_t lloyd_iterations, bool joint_see
   return uint64_t{restarts} * (joint_seeding ? uint64_t{centres} : 1u) + lloyd_iterations;
 }
 
+uint64_t JointSecureSums(uint64_t n, uint32_t block, uint32_t steps) {
+  return kRangeRoundSums + uint64_t{steps} * n * block;
+}
+
+uint64_t JointRounds(uint32_t steps) { return 1u + uint64_t{steps}; }
+
 double PaperBasicSecureSums(uint64_t n, uint32_t k, uint32_t q) {
   return (q + 1.0) * static_cast<double>(n) * k;
 }

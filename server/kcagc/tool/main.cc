@@ -9,7 +9,8 @@
 // Prints accuracy, NMI and macro-F1 against labels.tsv, the number of
 // intersections, the secure sums (summed scalars) beside our formula and the
 // paper's count, the aggregation rounds and the bytes they would carry, and
-// the wall time; progress goes to stderr. docs/kcagc.md has the measured
+// the wall time (joint mode: the subspace iteration's steps and the singular
+// values the server learns); progress goes to stderr. docs/kcagc.md has the measured
 // tables and the commands.
 #include <cinttypes>
 #include <cmath>
@@ -61,8 +62,12 @@ void Usage(std::FILE* out) {
                "  --graph DIR            dataset in the shared TSV layout with features.tsv\n"
                "                         (and single-label labels.tsv for the scores)\n"
                "  --mode M               central (Protocol 1 on all features, the baseline),\n"
-               "                         basic (Protocol 2), kcagc (Protocol 3, default) or tree\n"
-               "                         (Protocol 3 at every internal node of a binary tree)\n"
+               "                         basic (Protocol 2), kcagc (Protocol 3, default), tree\n"
+               "                         (Protocol 3 at every internal node of a binary tree) or\n"
+               "                         joint (not the paper's: the whitened space of all\n"
+               "                         features by subspace iteration through secure sums,\n"
+               "                         then the central clustering at the server; the server\n"
+               "                         and every participant learn that spectral embedding)\n"
                "  --participants L       participants the columns are split among (default 2;\n"
                "                         central ignores it; tree needs at least 2)\n"
                "  --clusters K           k (default: the number of classes in labels.tsv)\n"
@@ -75,7 +80,7 @@ void Usage(std::FILE* out) {
                "  --space S              the rows clustered: whitened (default: the top k, or\n"
                "                         k-hat, left singular vectors, AGC's embedding), projected\n"
                "                         (on the top right singular vectors) or full (the filtered\n"
-               "                         features, as Protocol 1 is written)\n"
+               "                         features, as Protocol 1 is written); joint: whitened only\n"
                "  --space-dims D         dimensions of the projected or whitened space (default k)\n"
                "  --seeding S            joint (default: k-means++ over summed distances) or\n"
                "                         local (Protocol 2 line 6: each participant seeds alone)\n"
@@ -97,11 +102,12 @@ bool Parse(int argc, char** argv, Options* o) {
   namespace cli = nodefl::host::cli;
   cli::FlagParser flags(kTool);
   flags.Value("--graph", cli::Text(&o->graph))
-      .Value("--mode", cli::OneOf({"central", "basic", "kcagc", "tree"},
+      .Value("--mode", cli::OneOf({"central", "basic", "kcagc", "tree", "joint"},
                                   [o](const std::string& v) {
                                     o->mode = v == "central" ? kc::Mode::kCentral
                                               : v == "basic" ? kc::Mode::kBasic
                                               : v == "tree"  ? kc::Mode::kTree
+                                              : v == "joint" ? kc::Mode::kJoint
                                                              : kc::Mode::kKcagc;
                                   }))
       .Value("--participants", cli::Whole(&o->participants, 1, 1'000'000))
@@ -175,13 +181,20 @@ bool Parse(int argc, char** argv, Options* o) {
     std::fprintf(stderr, "%s: --mode tree needs --participants 2 or more\n", kTool);
     return false;
   }
+  if (o->mode == kc::Mode::kJoint && o->space != nodefl::kcagc::ClusterSpace::kWhitened) {
+    // The server never holds the features, so it can only cluster the
+    // spectral embedding it computes.
+    std::fprintf(stderr, "%s: --mode joint computes the whitened space only; drop --space\n", kTool);
+    return false;
+  }
   return true;
 }
 
 const char* Explain(nodefl::StatusCode code) {
   switch (code) {
     case nodefl::StatusCode::kOutOfRange:
-      return "a participant's features are too large for the range round's fixed-point code (B_l above 2^16); rescale them";
+      return "a participant's features are too large for the range round's fixed-point code (B_l, or G_l in joint "
+             "mode, above 2^16); rescale them";
     case nodefl::StatusCode::kInvalidArgument:
       return "the options do not fit this dataset";
     default:
@@ -283,10 +296,30 @@ int main(int argc, char** argv) {
   } else {
     std::printf("accuracy - nmi - macro_f1 - (no labelled nodes)\n");
   }
+  const std::string spectral =
+      r.spectral_steps == 0 ? std::string()
+                            : "spectral steps " + std::to_string(r.spectral_steps) + " (block " +
+                                  std::to_string(r.spectral_block) + (r.spectral_converged ? ", converged)" : ", step cap)");
   if (o.mode == kc::Mode::kCentral) {
-    std::printf("central: no secure sums; Protocol 1: %u unassigned by the 1/9 step, %u Lloyd iterations; "
+    std::printf("central: no secure sums; %s%sProtocol 1: %u unassigned by the 1/9 step, %u Lloyd iterations; "
                 "wall %.2f s (filter %.2f s)\n",
-                r.local_unassigned_max, r.local_iterations_max, r.seconds, r.filter_seconds);
+                spectral.c_str(), spectral.empty() ? "" : "; ", r.local_unassigned_max, r.local_iterations_max,
+                r.seconds, r.filter_seconds);
+  } else if (o.mode == kc::Mode::kJoint) {
+    // The paper has no joint mode, so there is no paper count to print.
+    std::printf("intersections -; %s; secure sums %" PRIu64 " (formula %" PRIu64 ", paper -); aggregation rounds %" PRIu64
+                "; uploaded %" PRIu64 " bytes; clipped %" PRIu64 "\n",
+                spectral.c_str(), r.cost.scalars, r.expected_secure_sums, r.cost.rounds, r.cost.uploaded_bytes,
+                r.cost.clipped);
+    std::printf("joint space: sigma");
+    for (const double s : r.singular_values) std::printf(" %.6g", s);
+    std::printf("; Protocol 1 at the server: %u unassigned by the 1/9 step, %u Lloyd iterations\n",
+                r.local_unassigned_max, r.local_iterations_max);
+    const double resolution = 1.0 / r.code.scale;
+    std::printf("range: clip %.6g, scale 2^%d (each value within %.3g, each sum within %.3g); wall %.2f s "
+                "(filter %.2f s)\n",
+                static_cast<double>(r.clip), static_cast<int>(std::lround(std::log2(r.code.scale))), resolution / 2,
+                resolution * parties / 2, r.seconds, r.filter_seconds);
   } else {
     const double resolution = 1.0 / r.code.scale;
     std::printf("intersections %" PRIu64 " (largest %" PRIu64 ")%s; secure sums %" PRIu64 " (formula %" PRIu64

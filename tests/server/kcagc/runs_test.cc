@@ -70,7 +70,7 @@ class RecordingAggregator final : public Aggregator {
   double largest_share = 0;  // max |value| / clip over every working-code round
 
  protected:
-  Result<std::vector<float>> Aggregate(std::span<const std::vector<float>> inputs, const secagg::FixedPoint& code,
+  Result<std::vector<float>> Aggregate(std::span<const std::vector<float>> inputs, const nodefl::secagg::FixedPoint& code,
                                        uint64_t* clipped) override {
     for (const auto& v : inputs) {
       for (float x : v) {
@@ -104,11 +104,11 @@ TEST(KcagcRunsTest, BasicLloydPhaseEqualsCentralizedLloydExactly) {
   }
   // The fixed-point code from the range rule, through a secure sum.
   SimulatedSecureAggregator agg;
-  const secagg::FixedPoint range = nodefl::kcagc::RangeCode(3).value();
+  const nodefl::secagg::FixedPoint range = nodefl::kcagc::RangeCode(3).value();
   std::vector<std::vector<float>> bounds;
   for (const Matrix& s : slices) bounds.push_back({nodefl::kcagc::RangeSubmission(nodefl::kcagc::DistanceBound(s), range).value()});
   const float clip = nodefl::kcagc::ClipFromRangeSum(agg.Sum(bounds, range).value()[0]);
-  const secagg::FixedPoint code = nodefl::kcagc::CodeForClip(clip, 3).value();
+  const nodefl::secagg::FixedPoint code = nodefl::kcagc::CodeForClip(clip, 3).value();
 
   // Two starts: three points of one block (a poor start that leaves Lloyd
   // much to do) and one point per block (which finds the blocks).

@@ -84,17 +84,17 @@ TEST(TreeTest, HasLMinusOneInternalNodesForAnyL) {
 
 TEST(AggregatorTest, SimulatedSumIsEncodeAddDecode) {
   SimulatedSecureAggregator agg;
-  const secagg::FixedPoint code{8.0f, 1024.0f};
+  const nodefl::secagg::FixedPoint code{8.0f, 1024.0f};
   const std::vector<std::vector<float>> inputs = {{1.5f, -2.25f, 7.9999f}, {0.0004f, 3.0f, 7.9f}, {-1.0f, 0.1f, -8.0f}};
   const std::vector<float> sum = agg.Sum(inputs, code).value();
   // The reference: encode, add mod 2^32, decode, with the SDK's own code.
   std::vector<uint32_t> total(3, 0), q(3);
   for (const auto& v : inputs) {
-    ASSERT_TRUE(secagg::EncodeFixedPoint(code, v, q).ok());
+    ASSERT_TRUE(nodefl::secagg::EncodeFixedPoint(code, v, q).ok());
     for (int i = 0; i < 3; ++i) total[i] += q[i];
   }
   std::vector<float> ref(3);
-  ASSERT_TRUE(secagg::DecodeFixedPointSum(code, total, ref).ok());
+  ASSERT_TRUE(nodefl::secagg::DecodeFixedPointSum(code, total, ref).ok());
   EXPECT_EQ(sum, ref);
   EXPECT_NEAR(sum[0], 0.5004f, 1.0 / 1024);
   EXPECT_EQ(agg.counters().rounds, 1u);
@@ -108,7 +108,7 @@ TEST(AggregatorTest, SimulatedSumIsEncodeAddDecode) {
   EXPECT_EQ(agg.Sum(std::vector<std::vector<float>>{}, code).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(agg.Sum(std::vector<std::vector<float>>{{1.0f}, {1.0f, 2.0f}}, code).status().code(),
             StatusCode::kInvalidArgument);
-  const secagg::FixedPoint tight{1.0f, 1073741824.0f};  // clip scale = 2^30: one summand at most
+  const nodefl::secagg::FixedPoint tight{1.0f, 1073741824.0f};  // clip scale = 2^30: one summand at most
   EXPECT_EQ(agg.Sum(std::vector<std::vector<float>>{{0.f}, {0.f}, {0.f}}, tight).status().code(),
             StatusCode::kFailedPrecondition);
   EXPECT_EQ(agg.counters().rounds, 2u);

@@ -27,7 +27,7 @@ Span<const double> AsSpan(std::span<const double> w) { return Span<const double>
 
 Result<LloydOutcome> CollaborativeLloyd(std::span<const Matrix> points, std::span<const double> weights,
                                         std::span<Matrix> centres, const Assignment* previous,
-                                        uint32_t max_iterations, const secagg::FixedPoint& code,
+                                        uint32_t max_iterations, const nodefl::secagg::FixedPoint& code,
                                         Aggregator* aggregator) {
   if (!SameRows(points, weights) || centres.size() != points.size() || max_iterations == 0 || aggregator == nullptr) {
     return Status::InvalidArgument();
@@ -73,7 +73,7 @@ namespace {
 // One run of the stage from one seeding; `stream` seeds its randomness.
 Result<StageResult> OneRun(std::span<const Matrix> points, std::span<const Matrix> projected,
                            std::span<const double> weights, const StageOptions& o, uint64_t stream,
-                           const secagg::FixedPoint& code, Aggregator* aggregator) {
+                           const nodefl::secagg::FixedPoint& code, Aggregator* aggregator) {
   const auto n = static_cast<uint32_t>(points.front().rows());
   const uint32_t c = o.centres;
   const size_t parties = points.size();
@@ -138,7 +138,7 @@ Result<StageResult> OneRun(std::span<const Matrix> points, std::span<const Matri
 
 Result<StageResult> CollaborativeKMeans(std::span<const Matrix> points, std::span<const Matrix> projected,
                                         std::span<const double> weights, const StageOptions& o,
-                                        const secagg::FixedPoint& code, Aggregator* aggregator) {
+                                        const nodefl::secagg::FixedPoint& code, Aggregator* aggregator) {
   if (!SameRows(points, weights) || projected.size() != points.size() || o.centres == 0 || o.iterations == 0 ||
       o.restarts == 0 || aggregator == nullptr) {
     return Status::InvalidArgument();

@@ -5,13 +5,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "nodefl/kcagc/local_cluster.h"
 #include "nodefl/kcagc/projection.h"
 #include "nodefl/kcagc/range.h"
 #include "nodefl/kcagc/rng.h"
+#include "nodefl/kcagc/spectral.h"
 #include "nodefl/server/kcagc/intersections.h"
 #include "nodefl/server/kcagc/secure_sums.h"
+#include "nodefl/server/kcagc/sim/joint.h"
+#include "nodefl/server/kcagc/sim/range_round.h"
 #include "nodefl/server/kcagc/tree.h"
 
 namespace nodefl::server::kcagc {
@@ -41,6 +45,7 @@ void Say(const RunOptions& o, const char* format, Args... args) {
 
 nodefl::kcagc::ProjectionOptions ProjectionFor(const RunOptions& o, uint32_t participant) {
   nodefl::kcagc::ProjectionOptions p;
+  p.method = o.projection_method;
   p.seed = nodefl::kcagc::StreamSeed(o.seed, kProjectionStream + participant);
   return p;
 }
@@ -75,18 +80,12 @@ Status FilterAll(const nodefl::kcagc::GraphView& graph, const RunOptions& o, std
 
 // The range round: one secure sum of B_l, then the working code.
 Status RangeRound(const std::vector<Matrix>& slices, Aggregator* aggregator, RunReport* report) {
-  const auto parties = static_cast<uint32_t>(slices.size());
-  NODEFL_TRY_ASSIGN(const secagg::FixedPoint range_code, nodefl::kcagc::RangeCode(parties));
-  std::vector<std::vector<float>> inputs(parties);
-  for (uint32_t l = 0; l < parties; ++l) {
-    const double bound = nodefl::kcagc::DistanceBound(slices[l]);
-    report->bounds.push_back(bound);
-    NODEFL_TRY_ASSIGN(const float submitted, nodefl::kcagc::RangeSubmission(bound, range_code));
-    inputs[l] = {submitted};
-  }
-  NODEFL_TRY_ASSIGN(const std::vector<float> sum, aggregator->Sum(inputs, range_code));
-  report->clip = nodefl::kcagc::ClipFromRangeSum(sum[0]);
-  NODEFL_TRY_ASSIGN(report->code, nodefl::kcagc::CodeForClip(report->clip, parties));
+  std::vector<double> bounds;
+  for (const Matrix& s : slices) bounds.push_back(nodefl::kcagc::DistanceBound(s));
+  NODEFL_TRY_ASSIGN(RangeRoundResult range, RunRangeRound(bounds, aggregator));
+  report->bounds = std::move(range.bounds);
+  report->clip = range.clip;
+  report->code = range.code;
   return Status::Ok();
 }
 
@@ -124,8 +123,10 @@ Result<StageResult> Stage(std::span<const Matrix> points, std::span<const Matrix
   return result;
 }
 
+// who: the party that clusters, for the progress lines (null: participant l).
 Result<std::vector<LocalClustering>> LocalClusterAll(const std::vector<Matrix>& slices, uint32_t clusters,
-                                                     const RunOptions& o, RunReport* report) {
+                                                     const RunOptions& o, RunReport* report,
+                                                     const char* who = nullptr) {
   std::vector<LocalClustering> locals;
   for (uint32_t l = 0; l < slices.size(); ++l) {
     nodefl::kcagc::LocalClusterOptions lo;
@@ -137,17 +138,50 @@ Result<std::vector<LocalClustering>> LocalClusterAll(const std::vector<Matrix>& 
     NODEFL_TRY_ASSIGN(LocalClustering local, nodefl::kcagc::LocalCluster(slices[l], lo));
     report->local_iterations_max = std::max(report->local_iterations_max, local.iterations);
     report->local_unassigned_max = std::max(report->local_unassigned_max, local.unassigned_after_one_ninth);
-    Say(o, "participant %u: Protocol 1, %u local clusters, %u unassigned by the 1/9 step, %u Lloyd iterations", l + 1,
-        clusters, local.unassigned_after_one_ninth, local.iterations);
+    const std::string party = who != nullptr ? std::string(who) : "participant " + std::to_string(l + 1);
+    Say(o, "%s: Protocol 1, %u clusters, %u unassigned by the 1/9 step, %u Lloyd iterations", party.c_str(), clusters,
+        local.unassigned_after_one_ninth, local.iterations);
     locals.push_back(std::move(local));
   }
   return locals;
 }
 
-Status RunCentral(const std::vector<Matrix>& whole, const RunOptions& o, RunReport* report) {
-  NODEFL_TRY_ASSIGN(std::vector<LocalClustering> locals, LocalClusterAll(whole, o.clusters, o, report));
+// Protocol 1 on one matrix held whole, k clusters: the central run's
+// clustering step, which kJoint repeats at the server on the joint space.
+Status RunCentral(const std::vector<Matrix>& whole, const RunOptions& o, RunReport* report, const char* who) {
+  NODEFL_TRY_ASSIGN(std::vector<LocalClustering> locals, LocalClusterAll(whole, o.clusters, o, report, who));
   report->assignment = std::move(locals.front().assignment);
   return Status::Ok();
+}
+
+// kJoint: the joint whitened space through secure sums, then the central
+// run's clustering step on it. The start block is the central run's
+// (ProjectionFor(o, 0)), so with exact sums the two would see the same
+// products.
+Status RunJoint(const std::vector<Matrix>& slices, uint32_t dims, const RunOptions& o, Aggregator* aggregator,
+                RunReport* report) {
+  uint64_t m = 0;
+  for (const Matrix& s : slices) m += static_cast<uint64_t>(s.cols());
+  JointSpaceOptions jo;
+  // As the central run's whitened space: at most min(n, m) directions.
+  jo.dims = static_cast<uint32_t>(std::min<uint64_t>({dims, static_cast<uint64_t>(slices.front().rows()), m}));
+  jo.projection = ProjectionFor(o, 0);
+  jo.progress = o.progress;
+  NODEFL_TRY_ASSIGN(JointSpace space, JointSpectralSpace(slices, jo, aggregator));
+  report->bounds = std::move(space.range.bounds);
+  report->clip = space.range.clip;
+  report->code = space.range.code;
+  report->spectral_steps = space.steps;
+  report->spectral_block = space.block;
+  report->spectral_converged = space.converged;
+  report->singular_values = space.singular_values;
+  Say(o, "joint space: %u steps of block %u%s, sigma_1 %.6g, sigma_%zu %.6g", space.steps, space.block,
+      space.converged ? " (converged)" : " (step cap)", space.singular_values.front(),
+      space.singular_values.size(), space.singular_values.back());
+  report->embedding = space.basis;
+  std::vector<Matrix> embedding;
+  embedding.push_back(std::move(space.basis));
+  return RunCentral(embedding, o, report, "server, on the joint space");
 }
 
 Status RunBasic(const std::vector<Matrix>& slices, const RunOptions& o, Aggregator* aggregator, RunReport* report) {
@@ -257,6 +291,7 @@ const char* ModeName(Mode mode) {
     case Mode::kBasic: return "basic";
     case Mode::kKcagc: return "kcagc";
     case Mode::kTree: return "tree";
+    case Mode::kJoint: return "joint";
   }
   return "?";
 }
@@ -268,7 +303,8 @@ Result<RunReport> RunSimulation(const nodefl::kcagc::GraphView& graph, std::vect
   const uint32_t k_hat = o.local_clusters == 0 ? o.clusters : o.local_clusters;
   if (slices.empty() || o.clusters == 0 || o.clusters > n || k_hat > n || o.iterations == 0 ||
       o.local_restarts == 0 || o.global_restarts == 0 ||
-      (o.mode != Mode::kCentral && aggregator == nullptr) || (o.mode == Mode::kTree && slices.size() < 2)) {
+      (o.mode != Mode::kCentral && aggregator == nullptr) || (o.mode == Mode::kTree && slices.size() < 2) ||
+      (o.mode == Mode::kJoint && o.space != nodefl::kcagc::ClusterSpace::kWhitened)) {
     return Status::InvalidArgument();
   }
   for (const Matrix& s : slices) {
@@ -287,12 +323,31 @@ Result<RunReport> RunSimulation(const nodefl::kcagc::GraphView& graph, std::vect
     slices.push_back(std::move(whole));
   }
   const uint32_t dims = o.space_dims != 0 ? o.space_dims : o.clusters;
-  for (uint32_t l = 0; l < slices.size(); ++l) {
-    NODEFL_TRY(nodefl::kcagc::ToClusterSpace(o.space, dims, ProjectionFor(o, l), &slices[l]));
+  if (o.mode == Mode::kJoint) {
+    // The slices stay as filtered: the space is computed from them jointly.
+    const AggregationCounters before = aggregator->counters();
+    NODEFL_TRY(RunJoint(slices, dims, o, aggregator, &report));
+    report.cost = aggregator->counters() - before;
+    report.expected_secure_sums = JointSecureSums(n, report.spectral_block, report.spectral_steps);
+    report.seconds = Since(start);
+    return report;
+  }
+  if (o.mode == Mode::kCentral && o.space == nodefl::kcagc::ClusterSpace::kWhitened) {
+    // The whole matrix's U, by the iteration kJoint runs through secure sums.
+    nodefl::kcagc::IterationSummary summary;
+    NODEFL_TRY(nodefl::kcagc::ToCentralWhitenedSpace(dims, ProjectionFor(o, 0), &slices[0], &summary));
+    report.spectral_steps = summary.steps;
+    report.spectral_block = summary.block;
+    report.spectral_converged = summary.converged;
+    report.embedding = slices[0];
+  } else {
+    for (uint32_t l = 0; l < slices.size(); ++l) {
+      NODEFL_TRY(nodefl::kcagc::ToClusterSpace(o.space, dims, ProjectionFor(o, l), &slices[l]));
+    }
   }
 
   if (o.mode == Mode::kCentral) {
-    NODEFL_TRY(RunCentral(slices, o, &report));
+    NODEFL_TRY(RunCentral(slices, o, &report, "central"));
     report.seconds = Since(start);
     return report;
   }
@@ -315,6 +370,7 @@ Result<RunReport> RunSimulation(const nodefl::kcagc::GraphView& graph, std::vect
       report.paper_secure_sums = PaperTreeSecureSums(k_hat, parties, o.iterations);
       break;
     case Mode::kCentral:
+    case Mode::kJoint:
       break;
   }
   report.cost = aggregator->counters() - before;

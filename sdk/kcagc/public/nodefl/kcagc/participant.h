@@ -12,6 +12,8 @@
 //   centre update  Protocol 2 lines 19 and 34, kmeans.h's UpdateCentres on the
 //                  slice with the assignment the server sent (+ weights)
 //   virtual nodes  Protocol 3 lines 11-15: one row per intersection
+//   joint space    not the paper's (the joint mode, spectral.h): for the
+//                  public block Q_t, Z^l = X^l ((X^l)^T Q_t), n b values
 //
 // Virtual nodes come in two kinds. kCentre is Protocol 3 line 13 as
 // written: y_i^l is the centre of P_l's cluster that contains intersection
@@ -49,6 +51,11 @@ std::vector<float> DistanceContributions(const Matrix& points, const Matrix& cen
 // kInvalidArgument for a part, key or node out of range or shapes that differ.
 [[nodiscard]] Result<Matrix> VirtualNodeRows(const Matrix& filtered, const Matrix& centres,
                                              const Intersections& groups, uint32_t part, VirtualNodeKind kind);
+
+// The joint mode's step (spectral.h): X^l ((X^l)^T Q) on P_l's filtered
+// slice for the public block Q (n x b), row-major (node i's b values
+// together). kInvalidArgument when Q has other than n rows.
+[[nodiscard]] Result<std::vector<float>> JointSpectralContribution(const Matrix& filtered, const Matrix& block);
 
 // The weights of the virtual nodes (kCAGC Sec. 3.4): the intersections' sizes.
 std::vector<double> IntersectionWeights(const Intersections& groups);

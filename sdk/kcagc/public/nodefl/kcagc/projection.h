@@ -16,7 +16,17 @@
 //             settle: O(n m (k + p)) per step instead of O(min(n,m)^2 max(n,m)).
 // kAuto takes the exact method while the smaller side is at most 512 (a
 // small Gram matrix: cheap and exact), subspace iteration above (Cora's
-// 2,708 x 1,433 whole matrix, Facebook's slices).
+// slices of more than 512 columns, Facebook's slices).
+//
+// This subspace method iterates on the right side (X^T X, m x b blocks) and
+// is what every participant runs on its own slice. The whole matrix's
+// whitened space (the centralized baseline) is computed instead by the left
+// iteration of spectral.h (X X^T, n x b blocks), because that is the one
+// the joint mode can run across participants: X X^T is the sum of the
+// slices' X^l (X^l)^T, X^T X is not a sum of anything a participant holds.
+// Both converge to the same subspace (to the tolerance); the slices keep
+// this method so that their measured results, and the networked job that
+// reproduces them, stay as they are.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +44,10 @@ struct ProjectionOptions {
   uint32_t max_steps = 300;     // subspace iteration
   double tolerance = 1e-6;      // relative change of the top k values per step
 };
+
+// Whether `options` take the exact method for an n x m matrix (kExact, or
+// kAuto with min(n, m) <= 512).
+bool TakesExactMethod(const ProjectionOptions& options, int64_t rows, int64_t cols);
 
 // V: m x k. kInvalidArgument for k = 0 or k > min(n, m).
 [[nodiscard]] Result<Matrix> TopRightSingularVectors(const Matrix& x, uint32_t k,

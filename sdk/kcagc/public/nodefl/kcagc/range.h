@@ -31,6 +31,20 @@
 // most L 2^-14), so the rounding can never make the bound smaller and
 // widens clip by at most L^2 2^-14; the server reads the sum back through
 // float and widens it by 2^-20 relative to cover that conversion.
+//
+// The joint mode (spectral.h) sums other values: at each step P_l submits
+// Z^l = X^l ((X^l)^T Q) for a public block Q whose columns are orthonormal
+// (sent as floats). Each entry is bounded by what P_l holds:
+//
+//   |Z^l_ij| = |<x_i^l, (X^l)^T q_j>| <= ‖x_i^l‖ ‖X^l‖_2 ‖q_j‖
+//            <= G_l = max_i ‖x_i^l‖ ‖X^l‖_F (1 + 2^-8)
+//
+// (‖X^l‖_2 <= ‖X^l‖_F; ‖q_j‖ = 1 up to its rounding to float, 2^-24
+// relative, and Z^l is rounded once to float: the factor covers both). The
+// same range round makes Σ_l G_l public and fixes the working code, so the
+// joint mode clips nothing either. The bound is far above a typical entry
+// (Y_ij ~ σ_1² / sqrt(n) at most for the leading direction), so the
+// resolution relative to Y is what docs/kcagc.md reports and the tests check.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +59,9 @@ inline constexpr double kRangeClip = 65536.0;  // 2^16
 
 // B_l for a participant's filtered slice (0 for an empty one).
 double DistanceBound(const Matrix& filtered);
+
+// G_l for the joint mode's sums (0 for an empty slice).
+double GramBound(const Matrix& filtered);
 
 // The public code of the range round for L participants.
 [[nodiscard]] Result<secagg::FixedPoint> RangeCode(uint32_t participants);

@@ -47,14 +47,14 @@ class Aggregator {
   // lengths that differ or a bad code; kFailedPrecondition when more
   // participants take part than the code can sum without wrapping.
   [[nodiscard]] Result<std::vector<float>> Sum(std::span<const std::vector<float>> inputs,
-                                               const secagg::FixedPoint& code);
+                                               const nodefl::secagg::FixedPoint& code);
 
   const AggregationCounters& counters() const { return counters_; }
 
  protected:
   // The sum itself, inputs already checked; *clipped counts clipped values.
   virtual Result<std::vector<float>> Aggregate(std::span<const std::vector<float>> inputs,
-                                               const secagg::FixedPoint& code, uint64_t* clipped) = 0;
+                                               const nodefl::secagg::FixedPoint& code, uint64_t* clipped) = 0;
 
  private:
   AggregationCounters counters_;
@@ -62,7 +62,7 @@ class Aggregator {
 
 class SimulatedSecureAggregator final : public Aggregator {
  protected:
-  Result<std::vector<float>> Aggregate(std::span<const std::vector<float>> inputs, const secagg::FixedPoint& code,
+  Result<std::vector<float>> Aggregate(std::span<const std::vector<float>> inputs, const nodefl::secagg::FixedPoint& code,
                                        uint64_t* clipped) override;
 };
 

@@ -17,6 +17,12 @@
 // number of non-empty intersections (at most min(n, k̂^L)); the tree's
 // internal nodes each have at most k̂^2 virtual nodes and k̂ centres (the
 // root k).
+//
+// The joint mode (not the paper's protocol; docs/kcagc.md, "The joint
+// spectral space") takes the range round and one aggregation of n b
+// scalars per step of the subspace iteration: 1 + steps n b. Its
+// clustering runs at the server in the clear, so it adds no sums. The paper
+// has no such mode, hence no paper count for it.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +38,10 @@ uint64_t StageSecureSums(uint64_t points, uint32_t centres, uint32_t lloyd_itera
 // Rounds (vector aggregations) of one stage: per restart, joint seeding
 // c + t, paper seeding 1 + t.
 uint64_t StageRounds(uint32_t centres, uint32_t lloyd_iterations, bool joint_seeding, uint32_t restarts = 1);
+
+// The joint mode: 1 + steps * n * block, and 1 + steps rounds.
+uint64_t JointSecureSums(uint64_t n, uint32_t block, uint32_t steps);
+uint64_t JointRounds(uint32_t steps);
 
 // The paper's counts (Sec. 3.4), in double: k̂^L overflows 64 bits quickly.
 double PaperBasicSecureSums(uint64_t n, uint32_t k, uint32_t q);                   // (Q+1) n k

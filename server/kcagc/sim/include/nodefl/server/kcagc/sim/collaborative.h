@@ -81,7 +81,7 @@ struct StageResult {
                                                       std::span<const double> weights,
                                                       std::span<nodefl::kcagc::Matrix> centres,
                                                       const nodefl::kcagc::Assignment* previous,
-                                                      uint32_t max_iterations, const secagg::FixedPoint& code,
+                                                      uint32_t max_iterations, const nodefl::secagg::FixedPoint& code,
                                                       Aggregator* aggregator);
 
 // Seeding + 1/9 step + Lloyd. projected: per participant, the points on its
@@ -89,6 +89,6 @@ struct StageResult {
 [[nodiscard]] Result<StageResult> CollaborativeKMeans(std::span<const nodefl::kcagc::Matrix> points,
                                                       std::span<const nodefl::kcagc::Matrix> projected,
                                                       std::span<const double> weights, const StageOptions& options,
-                                                      const secagg::FixedPoint& code, Aggregator* aggregator);
+                                                      const nodefl::secagg::FixedPoint& code, Aggregator* aggregator);
 
 }  // namespace nodefl::server::kcagc

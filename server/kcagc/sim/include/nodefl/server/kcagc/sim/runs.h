@@ -14,10 +14,16 @@
 //             takes its intersection's cluster
 //   kTree     the tree arrangement of Sec. 3.4 (tree.h): Protocol 3 at
 //             every internal node over its two children's clusters
+//   kJoint    not the paper's protocol (docs/kcagc.md, "The joint spectral
+//             space"): the whitened space of the concatenated filtered
+//             slices, U, by subspace iteration through secure sums
+//             (joint.h); the server then runs the central run's
+//             clustering step (Protocol 1 on U) in the clear
 //
 // Before any collaborative stage: every participant filters its slice
-// (Protocol 1 lines 1-3), moves it to the cluster space (projection.h),
-// and the range round fixes the fixed-point code
+// (Protocol 1 lines 1-3), moves it to the cluster space (projection.h;
+// kCentral's whitened space of the whole matrix: spectral.h, the iteration
+// kJoint runs jointly), and the range round fixes the fixed-point code
 // (nodefl/kcagc/range.h). Random streams: participant l's local seeding,
 // the server's joint seeding and the projection each take their own stream
 // of `seed`.
@@ -39,7 +45,7 @@
 
 namespace nodefl::server::kcagc {
 
-enum class Mode : uint8_t { kCentral, kBasic, kKcagc, kTree };
+enum class Mode : uint8_t { kCentral, kBasic, kKcagc, kTree, kJoint };
 
 struct RunOptions {
   Mode mode = Mode::kKcagc;
@@ -50,8 +56,13 @@ struct RunOptions {
   // space_dims dimensions (0: k) for kProjected and kWhitened. kFull is
   // Protocol 1 as written; the defaults are chosen by measurement
   // (docs/kcagc.md).
+  // kJoint: kWhitened only (the server never sees the features, so there
+  // is no joint full space).
   nodefl::kcagc::ClusterSpace space = nodefl::kcagc::ClusterSpace::kWhitened;
   uint32_t space_dims = 0;
+  // The projections' method (projection.h): kAuto takes the exact one while
+  // a side is at most 512. kJoint always iterates.
+  nodefl::kcagc::ProjectionMethod projection_method = nodefl::kcagc::ProjectionMethod::kAuto;
   Seeding seeding = Seeding::kJoint;
   nodefl::kcagc::VirtualNodeKind virtual_nodes = nodefl::kcagc::VirtualNodeKind::kIntersection;
   uint32_t iterations = 10;  // Q, for every k-means of the run
@@ -88,11 +99,22 @@ struct RunReport {
   uint64_t max_intersections = 0;
   std::vector<StageReport> stages;
   AggregationCounters cost;              // the whole run, range round included
-  uint64_t expected_secure_sums = 0;     // 1 + Σ stages (0 for kCentral)
-  double paper_secure_sums = 0;          // the paper's figure for this mode (secure_sums.h)
-  std::vector<double> bounds;            // B_l
+  uint64_t expected_secure_sums = 0;     // 1 + Σ stages (kJoint: 1 + steps n b; 0 for kCentral)
+  double paper_secure_sums = 0;          // the paper's figure for this mode (secure_sums.h; 0: none)
+  std::vector<double> bounds;            // B_l (kJoint: G_l)
   float clip = 0.0f;                     // the working code
-  secagg::FixedPoint code;
+  nodefl::secagg::FixedPoint code;
+  // kJoint, and kCentral's whitened space when it iterates (spectral.h):
+  // products X X^T Q_t taken (kJoint: each one aggregation of n b scalars),
+  // the block's width b, whether the iteration converged before its cap,
+  // and (kJoint) the top singular values the server learns.
+  uint32_t spectral_steps = 0;
+  uint32_t spectral_block = 0;
+  bool spectral_converged = false;
+  std::vector<double> singular_values;
+  // kJoint, and kCentral in the whitened space: U, the n x k rows the
+  // clustering step ran on (what the joint mode's server learns).
+  nodefl::kcagc::Matrix embedding;
   uint32_t local_iterations_max = 0;     // Protocol 1's Lloyd iterations (central, or the slowest participant)
   uint32_t local_unassigned_max = 0;     // Protocol 1's 1/9 step, the most left unassigned
   double filter_seconds = 0.0;
@@ -102,7 +124,8 @@ struct RunReport {
 // raw_slices: the participants' unfiltered slices (n rows each) in
 // participant order; kCentral joins them into one matrix. Moved in: each is
 // filtered in place. kInvalidArgument for a bad graph or options (k = 0,
-// k > n, L = 0, kTree with L < 2, an empty slice, Q = 0, no restarts),
+// k > n, L = 0, kTree with L < 2, kJoint outside the whitened space, an
+// empty slice, Q = 0, no restarts),
 // kOutOfRange from the range rule (features too large for its code).
 [[nodiscard]] Result<RunReport> RunSimulation(const nodefl::kcagc::GraphView& graph,
                                               std::vector<nodefl::kcagc::Matrix> raw_slices,
