@@ -24,29 +24,13 @@
 #include "nodefl/kcagc/range.h"
 #include "nodefl/kcagc/rng.h"
 #include "nodefl/kcagc/spectral.h"
+#include "kcagc_spectra.h"
 
 namespace nodefl::kcagc {
 namespace {
 
-// X = U diag(σ) V^T + noise with σ_j = 100 * 0.7^j: a clear spectral gap.
-Matrix PlantedSpectrum(uint32_t n, uint32_t m, uint64_t seed) {
-  SplitMix64 rng(seed);
-  auto gauss = [&rng] {
-    const double u1 = rng.Uniform() + 1e-12, u2 = rng.Uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  };
-  const uint32_t r = std::min(n, m);
-  Eigen::MatrixXd a(n, r), b(m, r);
-  for (Eigen::Index i = 0; i < a.size(); ++i) a.data()[i] = gauss();
-  for (Eigen::Index i = 0; i < b.size(); ++i) b.data()[i] = gauss();
-  const Eigen::MatrixXd u = Eigen::HouseholderQR<Eigen::MatrixXd>(a).householderQ() * Eigen::MatrixXd::Identity(n, r);
-  const Eigen::MatrixXd v = Eigen::HouseholderQR<Eigen::MatrixXd>(b).householderQ() * Eigen::MatrixXd::Identity(m, r);
-  Eigen::VectorXd sigma(r);
-  for (uint32_t j = 0; j < r; ++j) sigma(j) = 100.0 * std::pow(0.7, j);
-  Eigen::MatrixXd x = u * sigma.asDiagonal() * v.transpose();
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] += 1e-3 * gauss();
-  return x.cast<float>();
-}
+// A clear spectral gap: σ_j = 100 * 0.7^j.
+Matrix PlantedSpectrum(uint32_t n, uint32_t m, uint64_t seed) { return kcagc_test::SpectrumMatrix(n, m, 100.0, 0.7, seed); }
 
 void ExpectTopSubspace(const Matrix& x, const Matrix& basis, uint32_t k) {
   ASSERT_EQ(basis.rows(), x.cols());
@@ -130,40 +114,10 @@ TEST(ProjectionTest, ClusterSpaces) {
 
 // The left subspace iteration (spectral.h).
 
-// X = A diag(σ) B^T + noise, σ_j = 50 * 0.8^j: a gap that subspace iteration
-// needs a few tens of steps for.
-Matrix Spectrum(uint32_t n, uint32_t m, uint64_t seed) {
-  SplitMix64 rng(seed);
-  auto gauss = [&rng] {
-    const double u1 = rng.Uniform() + 1e-12, u2 = rng.Uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  };
-  const uint32_t r = std::min(n, m);
-  Eigen::MatrixXd a(n, r), b(m, r);
-  for (Eigen::Index i = 0; i < a.size(); ++i) a.data()[i] = gauss();
-  for (Eigen::Index i = 0; i < b.size(); ++i) b.data()[i] = gauss();
-  const Eigen::MatrixXd u = Eigen::HouseholderQR<Eigen::MatrixXd>(a).householderQ() * Eigen::MatrixXd::Identity(n, r);
-  const Eigen::MatrixXd v = Eigen::HouseholderQR<Eigen::MatrixXd>(b).householderQ() * Eigen::MatrixXd::Identity(m, r);
-  Eigen::VectorXd sigma(r);
-  for (uint32_t j = 0; j < r; ++j) sigma(j) = 50.0 * std::pow(0.8, j);
-  Eigen::MatrixXd x = u * sigma.asDiagonal() * v.transpose();
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] += 1e-3 * gauss();
-  return x.cast<float>();
-}
+// A gap that subspace iteration needs a few tens of steps for: σ_j = 50 * 0.8^j.
+Matrix Spectrum(uint32_t n, uint32_t m, uint64_t seed) { return kcagc_test::SpectrumMatrix(n, m, 50.0, 0.8, seed); }
 
-// sin of the largest principal angle between the column spans of a and b:
-// ‖(I - P_b) Q_a‖_2 with Q_a, Q_b orthonormal bases (re-orthonormalised in
-// double, so that the float rounding of the columns does not count; the
-// sine is computed from the residual, not from a cosine near 1).
-double LargestAngleSine(const Matrix& a, const Matrix& b) {
-  const auto basis = [](const Matrix& m) -> Eigen::MatrixXd {
-    return Eigen::HouseholderQR<Eigen::MatrixXd>(m.cast<double>()).householderQ() *
-           Eigen::MatrixXd::Identity(m.rows(), m.cols());
-  };
-  const Eigen::MatrixXd qa = basis(a), qb = basis(b);
-  const Eigen::MatrixXd residual = qa - qb * (qb.transpose() * qa);
-  return Eigen::JacobiSVD<Eigen::MatrixXd>(residual).singularValues()(0);
-}
+using kcagc_test::LargestAngleSine;
 
 // X X^T Q as the sum of the column slices' products, in double.
 class SlicedGram final : public GramOperator {

@@ -30,28 +30,18 @@
 #include "nodefl/server/kcagc/sim/features.h"
 #include "nodefl/server/kcagc/sim/joint.h"
 #include "nodefl/server/kcagc/sim/runs.h"
+#include "checked_aggregator.h"
+#include "../../sdk/kcagc_spectra.h"
+#include "../kcagc_attributed_graph.h"
 
 namespace nodefl::server::kcagc {
 namespace {
 
 using nodefl::kcagc::Matrix;
 
-// Planted partition whose blocks share feature columns: node v of block b
-// has column j with probability p_on when j % blocks == b, else p_off.
+// Planted partition whose blocks share feature columns (p_on 0.3, p_off 0.05).
 dataset::Graph Attributed(uint32_t blocks, uint32_t block_size, uint32_t columns, uint64_t seed) {
-  dataset::Graph g = dataset::GeneratePlantedPartition(blocks, block_size, 0.1, 0.01, seed);
-  nodefl::kcagc::SplitMix64 rng(seed ^ 0x5eedull);
-  g.num_feature_dims = columns;
-  g.feature_offsets.assign(1, 0);
-  g.features.clear();
-  for (uint32_t v = 0; v < g.num_nodes; ++v) {
-    const uint32_t b = g.labels[g.label_offsets[v]];
-    for (uint32_t j = 0; j < columns; ++j) {
-      if (rng.Uniform() < (j % blocks == b ? 0.3 : 0.05)) g.features.push_back(j);
-    }
-    g.feature_offsets.push_back(g.features.size());
-  }
-  return g;
+  return kcagc_test::AttributedPlantedPartition(blocks, block_size, columns, seed, 0.1, 0.01);
 }
 
 std::vector<Matrix> FilteredSlices(const dataset::Graph& g, uint32_t parties, uint64_t seed, uint32_t order) {
@@ -77,19 +67,7 @@ Matrix Concatenated(const std::vector<Matrix>& slices) {
   return whole;
 }
 
-// sin of the largest principal angle between the column spans of a and b:
-// ‖(I - P_b) Q_a‖_2 with Q_a, Q_b orthonormal bases (re-orthonormalised in
-// double, so that the float rounding of the columns does not count; the
-// sine is computed from the residual, not from a cosine near 1).
-double LargestAngleSine(const Matrix& a, const Matrix& b) {
-  const auto basis = [](const Matrix& m) -> Eigen::MatrixXd {
-    return Eigen::HouseholderQR<Eigen::MatrixXd>(m.cast<double>()).householderQ() *
-           Eigen::MatrixXd::Identity(m.rows(), m.cols());
-  };
-  const Eigen::MatrixXd qa = basis(a), qb = basis(b);
-  const Eigen::MatrixXd residual = qa - qb * (qb.transpose() * qa);
-  return Eigen::JacobiSVD<Eigen::MatrixXd>(residual).singularValues()(0);
-}
+using kcagc_test::LargestAngleSine;
 
 // Sums in double with no code at all: the "exact" sums the fixed-point
 // service approximates. Also checks every value against the code's clip.
@@ -112,30 +90,6 @@ class ExactAggregator final : public Aggregator {
   }
 };
 
-// The fixed-point simulation, recording how close the inputs come to the clip.
-class CheckedAggregator final : public Aggregator {
- public:
-  uint64_t over_clip = 0;
-  double largest_share = 0;  // max |value| / clip
-
- protected:
-  Result<std::vector<float>> Aggregate(std::span<const std::vector<float>> inputs,
-                                       const nodefl::secagg::FixedPoint& code, uint64_t* clipped) override {
-    for (const auto& v : inputs) {
-      for (const float x : v) {
-        if (std::abs(x) > code.clip) ++over_clip;
-        if (code.clip < 65536.0f) largest_share = std::max(largest_share, std::abs(double{x}) / code.clip);
-      }
-    }
-    const uint64_t before = inner_.counters().clipped;
-    Result<std::vector<float>> sum = inner_.Sum(inputs, code);
-    *clipped += inner_.counters().clipped - before;
-    return sum;
-  }
-
- private:
-  SimulatedSecureAggregator inner_;
-};
 
 TEST(KcagcJointTest, SpansTheCentralWhitenedSpaceWithExactAndFixedPointSums) {
   const dataset::Graph g = Attributed(4, 80, 60, 3);

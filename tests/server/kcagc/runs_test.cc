@@ -26,28 +26,17 @@
 #include "nodefl/server/kcagc/sim/collaborative.h"
 #include "nodefl/server/kcagc/sim/features.h"
 #include "nodefl/server/kcagc/sim/runs.h"
+#include "../kcagc_attributed_graph.h"
+#include "checked_aggregator.h"
 
 namespace nodefl::server::kcagc {
 namespace {
 
 using nodefl::kcagc::Matrix;
 
-// Planted partition with features: node v of block b has column j with
-// probability p_on when j % blocks == b, else p_off.
 dataset::Graph AttributedGraph(uint32_t blocks, uint32_t block_size, double p_in, double p_out, uint32_t columns,
                                double p_on, double p_off, uint64_t seed) {
-  dataset::Graph g = dataset::GeneratePlantedPartition(blocks, block_size, p_in, p_out, seed);
-  nodefl::kcagc::SplitMix64 rng(seed ^ 0xfeedull);
-  g.num_feature_dims = columns;
-  g.feature_offsets.assign(1, 0);
-  for (uint32_t v = 0; v < g.num_nodes; ++v) {
-    const uint32_t b = g.labels[g.label_offsets[v]];
-    for (uint32_t j = 0; j < columns; ++j) {
-      if (rng.Uniform() < (j % blocks == b ? p_on : p_off)) g.features.push_back(j);
-    }
-    g.feature_offsets.push_back(g.features.size());
-  }
-  return g;
+  return kcagc_test::AttributedPlantedPartition(blocks, block_size, columns, seed, p_in, p_out, p_on, p_off);
 }
 
 std::vector<Matrix> Slices(const dataset::Graph& g, uint32_t parties, uint64_t seed) {
@@ -62,31 +51,6 @@ std::vector<int32_t> Labels(const dataset::Graph& g) {
   return labels;
 }
 
-// Checks every submitted value against the round's clip, then sums through
-// the simulated secure service.
-class RecordingAggregator final : public Aggregator {
- public:
-  uint64_t over_clip = 0;
-  double largest_share = 0;  // max |value| / clip over every working-code round
-
- protected:
-  Result<std::vector<float>> Aggregate(std::span<const std::vector<float>> inputs, const nodefl::secagg::FixedPoint& code,
-                                       uint64_t* clipped) override {
-    for (const auto& v : inputs) {
-      for (float x : v) {
-        if (std::abs(x) > code.clip) ++over_clip;
-        if (code.clip < 1e6f) largest_share = std::max(largest_share, std::abs(double{x}) / code.clip);
-      }
-    }
-    const uint64_t before = inner_.counters().clipped;
-    Result<std::vector<float>> sum = inner_.Sum(inputs, code);
-    *clipped += inner_.counters().clipped - before;
-    return sum;
-  }
-
- private:
-  SimulatedSecureAggregator inner_;
-};
 
 TEST(KcagcRunsTest, BasicLloydPhaseEqualsCentralizedLloydExactly) {
   const dataset::Graph g = AttributedGraph(3, 60, 0.15, 0.01, 30, 0.35, 0.05, 7);
@@ -161,7 +125,7 @@ TEST(KcagcRunsTest, KcagcReachesHighAccuracyWithFeaturesSplitOverTwoAndFourParti
     for (const uint64_t seed : {1u, 2u, 3u}) {
       RunOptions o = Options(Mode::kKcagc, 4);
       o.seed = seed;
-      RecordingAggregator agg;
+      CheckedAggregator agg;
       const Result<RunReport> r = RunSimulation(GraphViewOf(g), Slices(g, parties, seed), o, &agg);
       ASSERT_TRUE(r.ok()) << r.status().str();
       const double accuracy = ScoreClustering(r->assignment, labels).value().accuracy;
@@ -185,7 +149,7 @@ TEST(KcagcRunsTest, RangeRuleClipsNothingInAnyModeOrOption) {
           o.seeding = seeding;
           o.space = space;
           o.virtual_nodes = kind;
-          RecordingAggregator agg;
+          CheckedAggregator agg;
           const Result<RunReport> r = RunSimulation(GraphViewOf(g), Slices(g, 3, 1), o, &agg);
           ASSERT_TRUE(r.ok());
           EXPECT_EQ(r->cost.clipped, 0u);
@@ -237,7 +201,7 @@ TEST(KcagcRunsTest, SecureSumCountsMatchTheFormulaInEveryMode) {
     EXPECT_EQ(r.expected_secure_sums, r.cost.scalars);
   }
   {
-    RecordingAggregator agg;
+    CheckedAggregator agg;
     RunOptions o = Options(Mode::kCentral, k);
     const RunReport r = RunSimulation(GraphViewOf(g), Slices(g, 3, 1), o, &agg).value();
     EXPECT_EQ(r.cost.scalars, 0u);
