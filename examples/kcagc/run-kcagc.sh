@@ -5,16 +5,21 @@
 # as the paper's P_L (--job kcagc): every sum of distances goes through
 # secure aggregation (robust, or the paper's Protocol 4 with
 # --secagg-mode paper), the server learns only sums, local clusterings and
-# the clustering it computes (docs/kcagc.md). The same run in one process
-# (nodefl-kcagc-sim, same settings) must give the same clustering and the
-# same number of secure sums; the script checks both.
+# the clustering it computes (docs/kcagc.md; --mode joint, not the
+# paper's, also reveals the spectral embedding of all nodes). The same run
+# in one process (nodefl-kcagc-sim, same settings) must give the same
+# clustering and the same number of secure sums; the script checks both.
 #
 # Usage: examples/kcagc/run-kcagc.sh [options]
 #   --graph DIR            dataset in the shared TSV layout with features.tsv
 #                          and labels.tsv (default ../shared/datasets/cora)
 #   --participants "L ..." participants, one job each (default 2)
-#   --mode M               basic (Protocol 2), kcagc (Protocol 3, default) or
+#   --mode M               basic (Protocol 2), kcagc (Protocol 3, default),
 #                          tree (Protocol 3 at every internal node of a tree)
+#                          or joint (not the paper's: the whitened space of all
+#                          columns by subspace iteration through secure sums,
+#                          clustered by the server; --local-clusters and
+#                          --seeding do not apply)
 #   --local-clusters K     k-hat: a number, or a multiple of k like 2k (default k)
 #   --clusters K           k (default: the classes in labels.tsv)
 #   --seeding S            joint (default) or local (Protocol 2 line 6)
@@ -66,13 +71,13 @@ while [[ $# -gt 0 ]]; do
     --no-install) install=0; shift ;;
     --no-sim) sim=0; shift ;;
     --) shift; server_args=("$@"); break ;;
-    -h|--help) sed -n '2,35s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,40s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "run-kcagc.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ -f $graph/features.tsv ]] || { echo "run-kcagc.sh: no features.tsv in '$graph' (kCAGC clusters by features)" >&2; exit 2; }
 [[ -f $graph/labels.tsv ]] || { echo "run-kcagc.sh: no labels.tsv in '$graph' (the scores need it)" >&2; exit 2; }
-[[ $mode == basic || $mode == kcagc || $mode == tree ]] || { echo "run-kcagc.sh: --mode is basic, kcagc or tree, not '$mode'" >&2; exit 2; }
+[[ $mode == basic || $mode == kcagc || $mode == tree || $mode == joint ]] || { echo "run-kcagc.sh: --mode is basic, kcagc, tree or joint, not '$mode'" >&2; exit 2; }
 [[ $seeding == joint || $seeding == local ]] || { echo "run-kcagc.sh: --seeding is joint or local, not '$seeding'" >&2; exit 2; }
 [[ $secagg_mode == robust || $secagg_mode == paper ]] || { echo "run-kcagc.sh: --secagg-mode is robust or paper, not '$secagg_mode'" >&2; exit 2; }
 max_l=0
@@ -143,7 +148,7 @@ for l in $participants; do
   server_pid=
   summary=$(grep 'event=kcagc_summary' "$job/server.log" | sed 's/^ts=[^ ]* level=[a-z]* //' || true)
   echo "-- server"
-  grep -E 'event=kcagc_(failed|evaluation)' "$job/server.log" | sed 's/^ts=[^ ]* level=[a-z]* //' || true
+  grep -E 'event=kcagc_(failed|evaluation|spectral)' "$job/server.log" | sed 's/^ts=[^ ]* level=[a-z]* //' || true
   echo "$summary"
   echo "-- participants"
   grep -E '^(kcagc:|summary:|result:)' "$job/emulator.txt" || cat "$job/emulator.txt"
@@ -165,9 +170,12 @@ for l in $participants; do
     fi
   fi
   up=$(( $(field "$summary" aggregation_bytes_up) + 0 + $(field "$summary" upload_bytes) + 0 ))
+  # "-": no paper count (the joint mode), or no run.
+  paper=$(field "$summary" paper_secure_sums 30)
+  if [[ $paper =~ ^[0-9][0-9.e+-]*$ ]]; then paper=$(printf '%.4g' "$paper"); else paper=-; fi
   table+=("$(printf '%-6s %3s %-7s %8s %8s %8s %13s %13s %7s %12s %8s %-9s' "$mode" "$l" "$secagg_mode" \
     "$(field "$summary" accuracy 6)" "$(field "$summary" nmi 6)" "$(field "$summary" macro_f1 6)" \
-    "$(field "$summary" secure_sums)" "$(printf '%.4g' "$(field "$summary" paper_secure_sums 30)" 2>/dev/null || echo -)" \
+    "$(field "$summary" secure_sums)" "$paper" \
     "$(field "$summary" rounds)" \
     "$up" \
     "$(field "$summary" wall_s 6)" "$agree")")
@@ -179,7 +187,8 @@ echo "== summary: kCAGC on $name"
 printf '%-6s %3s %-7s %8s %8s %8s %13s %13s %7s %12s %8s %-9s\n' mode L secagg accuracy NMI macro-F1 \
   "secure sums" "paper" rounds "bytes up" "wall s" "vs sim"
 for row in "${table[@]}"; do echo "$row"; done
-echo "(secure sums: summed scalars, the paper's unit; paper: its count for this mode (Sec. 3.4); bytes up:"
+echo "(secure sums: summed scalars, the paper's unit; paper: its count for this mode (Sec. 3.4; the joint"
+echo " mode is not the paper's: -); bytes up:"
 echo " the participants' aggregation records and uploads (JobData payloads, before TLS); wall: the job"
 echo " from its start (filters included) to the clustering; vs sim: nodefl-kcagc-sim's clustering and"
 echo " secure sums with the same settings)"

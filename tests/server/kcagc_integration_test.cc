@@ -10,12 +10,17 @@
 //     paper-mode aggregation): the clustering the job writes, and the one
 //     every participant received, equal nodefl-kcagc-sim's with the same
 //     options and seeds, bit for bit, and so do the secure sums and rounds;
+//   - the joint mode (not the paper's) for L = 2 and 4: the same, and the
+//     subspace iteration's steps and singular values bit for bit (a
+//     participant that multiplied another block than the server's would
+//     change them), every participant having taken every block;
 //   - a participant that disconnects mid-run ends the job with a clear
 //     failure (kcagc_failed, exit status 1), not a hang.
 #include <gtest/gtest.h>
 
 #include <boost/asio/ip/address.hpp>
 
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -68,8 +73,11 @@ kc::RunReport Simulate(const Case& c) {
   std::vector<nodefl::kcagc::Matrix> raw;
   for (const auto& cols : kc::SplitColumns(g.num_feature_dims, c.participants, kSeed)) raw.push_back(kc::DenseSlice(g, cols));
   kc::RunOptions o;
-  o.mode = std::string(c.mode) == "basic" ? kc::Mode::kBasic : std::string(c.mode) == "tree" ? kc::Mode::kTree
-                                                                                              : kc::Mode::kKcagc;
+  const std::string mode = c.mode;
+  o.mode = mode == "basic" ? kc::Mode::kBasic
+           : mode == "tree" ? kc::Mode::kTree
+           : mode == "joint" ? kc::Mode::kJoint
+                             : kc::Mode::kKcagc;
   o.clusters = kClusters;
   o.local_clusters = kClusters;
   o.filter.kind = nodefl::kcagc::FilterKind::kHalf;
@@ -199,6 +207,14 @@ void RunJob(JobRun& r, const Case& c, uint32_t drop_after = 0, uint32_t step_tim
   r.exit = r.server->WaitForExit(milliseconds(2000));
 }
 
+// A double as the server's log writes it (the shortest text that reads
+// back exactly), so that equal text is an equal value.
+std::string LogNumber(double v) {
+  char buf[32];
+  const auto [end, error] = std::to_chars(buf, buf + sizeof buf, v);
+  return error == std::errc() ? std::string(buf, end) : std::string();
+}
+
 std::vector<int32_t> ReadAssignment(const fs::path& path) {
   std::ifstream in(path);
   std::vector<int32_t> out;
@@ -240,6 +256,20 @@ TEST_P(KcagcJobOverTls, ClusteringAndSecureSumsEqualTheSimulations) {
     EXPECT_TRUE(d->kcagc_role()->finished()) << "device " << d->id();
     EXPECT_EQ(d->kcagc_role()->clustering(), expected.assignment) << "device " << d->id();
     EXPECT_EQ(d->kcagc_role()->stats().clipped, 0u);
+    EXPECT_EQ(d->kcagc_role()->stats().spectral_steps, expected.spectral_steps) << "device " << d->id();
+  }
+  if (std::string(c.mode) == "joint") {
+    ASSERT_FALSE(expected.singular_values.empty());
+    EXPECT_GT(expected.spectral_steps, 1u);
+    EXPECT_TRUE(LogHasLine(log, "kcagc_spectral",
+                           {"steps=" + std::to_string(expected.spectral_steps),
+                            "block=" + std::to_string(expected.spectral_block),
+                            std::string("converged=") + (expected.spectral_converged ? "true" : "false"),
+                            "sigma_1=" + LogNumber(expected.singular_values.front()),
+                            "sigma_k=" + LogNumber(expected.singular_values.back())}))
+        << "expected " << expected.spectral_steps << " steps, sigma_1 " << LogNumber(expected.singular_values.front())
+        << "\n"
+        << log;
   }
   bool agreed = false;
   const std::string summary = emulator::KcagcFleetSummary(r.devices, &agreed);
@@ -250,7 +280,7 @@ INSTANTIATE_TEST_SUITE_P(
     PlantedPartition, KcagcJobOverTls,
     ::testing::Values(Case{"basic_L2", "basic", 2}, Case{"basic_L4", "basic", 4}, Case{"kcagc_L2", "kcagc", 2},
                       Case{"kcagc_L4", "kcagc", 4}, Case{"kcagc_L4_paper_local", "kcagc", 4, "local", "paper"},
-                      Case{"tree_L4", "tree", 4}),
+                      Case{"tree_L4", "tree", 4}, Case{"joint_L2", "joint", 2}, Case{"joint_L4", "joint", 4}),
     [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
 TEST(KcagcJobOverTlsFailure, AParticipantThatDisconnectsEndsTheJobClearly) {

@@ -5,7 +5,10 @@
 //     participants (sdk/kcagc role's ParticipantEngine, sums through the
 //     simulated secure aggregator) gives the one-process run's clustering
 //     and secure-sum counts bit for bit (server/kcagc/sim RunSimulation), in
-//     every mode, both seedings, both kinds of virtual nodes, with restarts;
+//     every mode (the joint mode too: the same iteration, bit for bit),
+//     both seedings, both kinds of virtual nodes, with restarts;
+//   - a participant that multiplies the wrong block shows in that
+//     comparison, and the engine refuses blocks out of order or too long;
 //   - a participant's failure ends the run with that error;
 //   - the emulator's column split is the simulation's;
 //   - the contract's records round-trip and refuse what is out of range;
@@ -59,6 +62,11 @@ class LocalParticipants final : public KcagcParticipants {
 
   uint32_t count() const override { return static_cast<uint32_t>(engines_.size()); }
   uint32_t nodes() const override { return graph_.num_nodes; }
+  uint64_t columns() const override {
+    uint64_t m = 0;
+    for (const auto& e : engines_) m += e->columns();
+    return m;
+  }
 
   Result<std::vector<float>> SumRangeBounds(const nodefl::secagg::FixedPoint& code) override {
     std::vector<std::vector<float>> inputs;
@@ -112,6 +120,20 @@ class LocalParticipants final : public KcagcParticipants {
   Status EndStage(uint32_t kept) override {
     return Each([&](kw::ParticipantEngine& e) { return e.EndStage(kept); });
   }
+  Result<std::vector<float>> SumSpectralStep(uint32_t step, const Matrix& block,
+                                             const nodefl::secagg::FixedPoint& code) override {
+    if (step == 0) first_block_ = block;
+    std::vector<std::vector<float>> inputs;
+    for (uint32_t l = 0; l < engines_.size(); ++l) {
+      // The fault: this participant multiplies Q_0 at every step, as one
+      // that kept its own start block instead of the server's would.
+      const Matrix& q = static_cast<int32_t>(l) == stale_block_ ? first_block_ : block;
+      NODEFL_TRY(engines_[l]->TakeSpectralBlock(step, q));
+      NODEFL_TRY_ASSIGN(std::vector<float> z, engines_[l]->SpectralProduct(step));
+      inputs.push_back(std::move(z));
+    }
+    return aggregator_.Sum(inputs, code);
+  }
   Status Finish(const Assignment& a) override {
     finished_ = a;
     return Status::Ok();
@@ -120,6 +142,7 @@ class LocalParticipants final : public KcagcParticipants {
   const kc::AggregationCounters& counters() const { return aggregator_.counters(); }
   const Assignment& finished() const { return finished_; }
   bool fail_distances_ = false;
+  int32_t stale_block_ = -1;  // a participant that multiplies the wrong block (-1: none)
 
  private:
   template <typename F>
@@ -142,6 +165,7 @@ class LocalParticipants final : public KcagcParticipants {
   kc::SimulatedSecureAggregator aggregator_;
   uint32_t first_ = 0, members_ = 0;
   Assignment finished_;
+  Matrix first_block_;
 };
 
 struct Case {
@@ -154,19 +178,21 @@ struct Case {
   uint32_t space_dims = 0;    // 0: k
 };
 
-class CoordinatorMatchesSimulation : public ::testing::TestWithParam<Case> {};
-
-TEST_P(CoordinatorMatchesSimulation, SameClusteringAndSecureSums) {
-  const Case c = GetParam();
-  const dataset::Graph g = kcagc_test::AttributedPlantedPartition(4, 40, 48, 11);
-  const uint64_t seed = 5;
-  std::vector<Matrix> raw;
-  for (const auto& cols : kc::SplitColumns(g.num_feature_dims, c.participants, seed)) raw.push_back(kc::DenseSlice(g, cols));
-
+// The same settings for the simulation, the participants' engines and the
+// coordinator.
+struct Settings {
   kc::RunOptions sim;
-  sim.mode = c.mode == KcagcRunMode::kBasic ? kc::Mode::kBasic
-             : c.mode == KcagcRunMode::kTree ? kc::Mode::kTree
-                                             : kc::Mode::kKcagc;
+  kw::EngineSettings engine;
+  KcagcRunSettings run;
+};
+
+Settings SettingsFor(const Case& c, uint64_t seed) {
+  Settings out;
+  kc::RunOptions& sim = out.sim;
+  sim.mode = c.mode == KcagcRunMode::kBasic   ? kc::Mode::kBasic
+             : c.mode == KcagcRunMode::kTree  ? kc::Mode::kTree
+             : c.mode == KcagcRunMode::kJoint ? kc::Mode::kJoint
+                                              : kc::Mode::kKcagc;
   sim.clusters = 4;
   sim.local_clusters = 4 * c.local_factor;
   sim.space_dims = c.space_dims;
@@ -175,13 +201,10 @@ TEST_P(CoordinatorMatchesSimulation, SameClusteringAndSecureSums) {
   sim.global_restarts = c.global_restarts;
   sim.local_restarts = 3;
   sim.seed = seed;
-  kc::SimulatedSecureAggregator aggregator;
-  const Result<kc::RunReport> expected = kc::RunSimulation(kc::GraphViewOf(g), raw, sim, &aggregator);
-  ASSERT_TRUE(expected.ok()) << expected.status().str();
-
-  kw::EngineSettings es;
+  const bool no_local = c.mode == KcagcRunMode::kBasic || c.mode == KcagcRunMode::kJoint;
+  kw::EngineSettings& es = out.engine;
   es.clusters = sim.clusters;
-  es.local_clusters = c.mode == KcagcRunMode::kBasic ? sim.clusters : sim.local_clusters;
+  es.local_clusters = no_local ? sim.clusters : sim.local_clusters;
   es.filter = sim.filter;
   es.space = sim.space;
   es.space_dims = sim.space_dims;
@@ -189,8 +212,8 @@ TEST_P(CoordinatorMatchesSimulation, SameClusteringAndSecureSums) {
   es.iterations = sim.iterations;
   es.local_restarts = sim.local_restarts;
   es.seed = seed;
-  LocalParticipants participants(g, raw, es);
-  KcagcRunSettings s;
+  es.joint = c.mode == KcagcRunMode::kJoint;
+  KcagcRunSettings& s = out.run;
   s.mode = c.mode;
   s.clusters = sim.clusters;
   s.local_clusters = es.local_clusters;
@@ -198,7 +221,31 @@ TEST_P(CoordinatorMatchesSimulation, SameClusteringAndSecureSums) {
   s.iterations = sim.iterations;
   s.global_restarts = c.global_restarts;
   s.seed = seed;
-  const Result<KcagcRunSummary> got = RunKcagcCoordinator(s, participants);
+  s.space_dims = sim.space_dims;
+  s.local_restarts = sim.local_restarts;
+  return out;
+}
+
+std::vector<Matrix> RawSlices(const dataset::Graph& g, uint32_t participants, uint64_t seed) {
+  std::vector<Matrix> raw;
+  for (const auto& cols : kc::SplitColumns(g.num_feature_dims, participants, seed)) raw.push_back(kc::DenseSlice(g, cols));
+  return raw;
+}
+
+class CoordinatorMatchesSimulation : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CoordinatorMatchesSimulation, SameClusteringAndSecureSums) {
+  const Case c = GetParam();
+  const dataset::Graph g = kcagc_test::AttributedPlantedPartition(4, 40, 48, 11);
+  const uint64_t seed = 5;
+  const std::vector<Matrix> raw = RawSlices(g, c.participants, seed);
+  const Settings settings = SettingsFor(c, seed);
+  kc::SimulatedSecureAggregator aggregator;
+  const Result<kc::RunReport> expected = kc::RunSimulation(kc::GraphViewOf(g), raw, settings.sim, &aggregator);
+  ASSERT_TRUE(expected.ok()) << expected.status().str();
+
+  LocalParticipants participants(g, raw, settings.engine);
+  const Result<KcagcRunSummary> got = RunKcagcCoordinator(settings.run, participants);
   ASSERT_TRUE(got.ok()) << got.status().str();
 
   EXPECT_EQ(got->assignment, expected->assignment);
@@ -213,6 +260,19 @@ TEST_P(CoordinatorMatchesSimulation, SameClusteringAndSecureSums) {
   EXPECT_EQ(got->stages.size(), expected->stages.size());
   EXPECT_EQ(got->clip, expected->clip);
   EXPECT_DOUBLE_EQ(got->paper_secure_sums, expected->paper_secure_sums);
+  // The joint mode's iteration: the same steps and the same singular
+  // values, bit for bit (so every sum of every step was the same); none
+  // in the other modes.
+  EXPECT_EQ(got->spectral_steps, expected->spectral_steps);
+  EXPECT_EQ(got->spectral_block, expected->spectral_block);
+  EXPECT_EQ(got->spectral_converged, expected->spectral_converged);
+  EXPECT_EQ(got->singular_values, expected->singular_values);
+  if (c.mode == KcagcRunMode::kJoint) {
+    EXPECT_TRUE(got->spectral_converged);
+    EXPECT_GT(got->spectral_steps, 1u);
+    EXPECT_EQ(got->local_iterations, expected->local_iterations_max);
+    EXPECT_EQ(got->local_unassigned_after_one_ninth, expected->local_unassigned_max);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -223,15 +283,72 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{KcagcRunMode::kKcagc, 2, KcagcSeedingRule::kJoint, kw::VirtualNodeKind::kIntersection, 3, 2},
                       Case{KcagcRunMode::kKcagc, 3, KcagcSeedingRule::kJoint, kw::VirtualNodeKind::kIntersection, 1, 2, 6},
                       Case{KcagcRunMode::kTree, 5}, Case{KcagcRunMode::kTree, 4, KcagcSeedingRule::kLocal,
-                                                         kw::VirtualNodeKind::kCentre, 2}),
+                                                         kw::VirtualNodeKind::kCentre, 2},
+                      Case{KcagcRunMode::kJoint, 2}, Case{KcagcRunMode::kJoint, 4},
+                      Case{KcagcRunMode::kJoint, 3, KcagcSeedingRule::kJoint, kw::VirtualNodeKind::kIntersection, 1, 1,
+                           6}),
     [](const ::testing::TestParamInfo<Case>& p) {
       const Case& c = p.param;
+      if (c.mode == KcagcRunMode::kJoint) {  // no seeding, virtual nodes, restarts or k̂
+        return "joint_L" + std::to_string(c.participants) + "_d" + std::to_string(c.space_dims);
+      }
       return std::string(KcagcRunModeName(c.mode)) + "_L" + std::to_string(c.participants) +
              (c.seeding == KcagcSeedingRule::kLocal ? "_local" : "_joint") +
              (c.virtual_nodes == kw::VirtualNodeKind::kCentre ? "_centre" : "") + "_r" +
              std::to_string(c.global_restarts) + "_k" + std::to_string(c.local_factor) + "_d" +
              std::to_string(c.space_dims);
     });
+
+TEST(KcagcCoordinator, AParticipantThatMultipliesTheWrongBlockShows) {
+  // What the comparison above catches: participant 1 multiplies Q_0 at
+  // every step instead of the server's Q_t. The run still ends (at the
+  // step cap, or on another subspace), but not with the simulation's
+  // singular values.
+  const dataset::Graph g = kcagc_test::AttributedPlantedPartition(4, 40, 48, 11);
+  const Case c{KcagcRunMode::kJoint, 2};
+  const std::vector<Matrix> raw = RawSlices(g, c.participants, 5);
+  const Settings settings = SettingsFor(c, 5);
+  kc::SimulatedSecureAggregator aggregator;
+  const Result<kc::RunReport> expected = kc::RunSimulation(kc::GraphViewOf(g), raw, settings.sim, &aggregator);
+  ASSERT_TRUE(expected.ok()) << expected.status().str();
+  LocalParticipants participants(g, raw, settings.engine);
+  participants.stale_block_ = 1;
+  const Result<KcagcRunSummary> got = RunKcagcCoordinator(settings.run, participants);
+  ASSERT_TRUE(got.ok()) << got.status().str();
+  EXPECT_NE(got->singular_values, expected->singular_values);
+}
+
+TEST(KcagcParticipantEngine, TheJointModeTakesBlocksInOrderAndOfUnitColumns) {
+  const dataset::Graph g = kcagc_test::AttributedPlantedPartition(3, 20, 24, 3);
+  const std::vector<Matrix> raw = RawSlices(g, 2, 1);
+  const kw::GraphView graph = kc::GraphViewOf(g);
+  kw::EngineSettings es;
+  es.clusters = es.local_clusters = 3;
+  es.joint = true;
+  kw::ParticipantEngine engine(graph, raw[0], 0);
+  ASSERT_TRUE(engine.Prepare(es).ok());
+  // b = k + 10 at most; Q = the first columns of the identity.
+  const uint32_t b = kw::MaxSpectralBlock(g.num_nodes, es);
+  EXPECT_EQ(b, 13u);
+  const Matrix q = Matrix::Identity(g.num_nodes, b);
+  EXPECT_EQ(engine.SpectralProduct(0).status().code(), StatusCode::kFailedPrecondition);  // no block yet
+  EXPECT_EQ(engine.TakeSpectralBlock(1, q).code(), StatusCode::kFailedPrecondition);      // step 0 first
+  Matrix longer = q;
+  longer(0, 0) = 1.01f;  // a column longer than 1: past what G_l bounds
+  EXPECT_EQ(engine.TakeSpectralBlock(0, longer).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine.TakeSpectralBlock(0, Matrix::Identity(g.num_nodes, b + 1)).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(engine.TakeSpectralBlock(0, q).ok());
+  const Result<std::vector<float>> z = engine.SpectralProduct(0);
+  ASSERT_TRUE(z.ok());
+  EXPECT_EQ(z->size(), size_t{g.num_nodes} * b);
+  EXPECT_EQ(engine.SpectralProduct(1).status().code(), StatusCode::kInvalidArgument);  // not the block taken
+  ASSERT_TRUE(engine.TakeSpectralBlock(1, q).ok());
+  EXPECT_EQ(engine.SpectralProduct(0).status().code(), StatusCode::kInvalidArgument);  // an older block
+  EXPECT_EQ(engine.spectral_steps(), 2u);
+  // The joint mode has no local clusters and no stages.
+  EXPECT_EQ(engine.LocalClusters().status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(engine.BeginStage(kw::EngineStage{}).code(), StatusCode::kFailedPrecondition);
+}
 
 TEST(KcagcCoordinator, AParticipantsErrorEndsTheRun) {
   const dataset::Graph g = kcagc_test::AttributedPlantedPartition(3, 20, 24, 3);
@@ -329,6 +446,51 @@ TEST(KcagcJobFormat, ParametersRoundTripAndRefuseOutOfRange) {
   kw::EncodeKcagcParameters(p, bytes);
   EXPECT_FALSE(kw::DecodeKcagcParameters(ConstByteSpan(bytes)).ok());
   EXPECT_FALSE(kw::DecodeKcagcParameters(ConstByteSpan(bytes, sizeof bytes - 1)).ok());
+  // The joint mode, in the whitened space only; no mode past it.
+  p.participants = 2;
+  p.mode = kw::KcagcMode::kJoint;
+  kw::EncodeKcagcParameters(p, bytes);
+  EXPECT_FALSE(kw::DecodeKcagcParameters(ConstByteSpan(bytes)).ok());  // kProjected
+  p.space = kw::KcagcSpace::kWhitened;
+  kw::EncodeKcagcParameters(p, bytes);
+  const Result<kw::KcagcParameters> joint = kw::DecodeKcagcParameters(ConstByteSpan(bytes));
+  ASSERT_TRUE(joint.ok());
+  EXPECT_EQ(joint->mode, kw::KcagcMode::kJoint);
+  bytes[kw::kKcagcSaltBytes] = 5;
+  EXPECT_FALSE(kw::DecodeKcagcParameters(ConstByteSpan(bytes)).ok());
+}
+
+TEST(KcagcJobFormat, SpectralStepsAndBlocksAreBounded) {
+  uint8_t bytes[kw::kKcagcSpectralStepBytes];
+  kw::EncodeKcagcSpectralStep(kw::KcagcSpectralStep{14, 2708, 17}, bytes);
+  const Result<kw::KcagcSpectralStep> s = kw::DecodeKcagcSpectralStep(ConstByteSpan(bytes));
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->step, 14u);
+  EXPECT_EQ(s->rows, 2708u);
+  EXPECT_EQ(s->columns, 17u);
+  for (const kw::KcagcSpectralStep bad : {kw::KcagcSpectralStep{0, 0, 1}, kw::KcagcSpectralStep{0, 5, 0},
+                                          kw::KcagcSpectralStep{0, 5, 6},  // more columns than rows
+                                          kw::KcagcSpectralStep{0, 1u << 20, 17}}) {  // longer than an aggregation
+    kw::EncodeKcagcSpectralStep(bad, bytes);
+    EXPECT_FALSE(kw::DecodeKcagcSpectralStep(ConstByteSpan(bytes)).ok()) << bad.rows << " x " << bad.columns;
+  }
+  EXPECT_FALSE(kw::DecodeKcagcSpectralStep(ConstByteSpan(bytes, sizeof bytes - 1)).ok());
+  // The block goes as array runs like any other, and the product is a contribution.
+  const std::vector<uint32_t> values(10, 0x3f800000u);  // 1.0f
+  std::vector<uint8_t> record(kw::kKcagcRecordBytes);
+  const Result<size_t> n = kw::EncodeKcagcArrayRun(kw::KcagcArray::kBlock, 46036, 0, Span<const uint32_t>(values.data(), values.size()),
+                                                   ByteSpan(record.data(), record.size()));
+  ASSERT_TRUE(n.ok());
+  const Result<kw::KcagcArrayRun> run = kw::DecodeKcagcArrayRun(ConstByteSpan(record.data(), *n));
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->array, kw::KcagcArray::kBlock);
+  kw::KcagcContribute c{kw::KcagcContribution::kSpectralProduct, 3, 1.0f, 1024.0f, 14, 0};
+  uint8_t cb[kw::kKcagcContributeBytes];
+  kw::EncodeKcagcContribute(c, cb);
+  const Result<kw::KcagcContribute> c2 = kw::DecodeKcagcContribute(ConstByteSpan(cb));
+  ASSERT_TRUE(c2.ok());
+  EXPECT_EQ(c2->what, kw::KcagcContribution::kSpectralProduct);
+  EXPECT_EQ(c2->argument, 14u);
 }
 
 TEST(KcagcJobFormat, ArrayRunsAreBounded) {
@@ -456,7 +618,14 @@ std::string Problem(const ServerConfig& config) {
 TEST(KcagcKind, RefusesBadOptionsClearly) {
   ServerConfig config = KcagcConfig();
   Options<KcagcJobConfig>(config).mode = "spectral";
-  EXPECT_NE(Problem(config).find("kcagc_mode: 'spectral' is not one of basic, kcagc, tree"), std::string::npos);
+  EXPECT_NE(Problem(config).find("kcagc_mode: 'spectral' is not one of basic, kcagc, tree, joint"), std::string::npos);
+  config = KcagcConfig();
+  Options<KcagcJobConfig>(config).mode = "joint";
+  Options<KcagcJobConfig>(config).space = "projected";
+  EXPECT_NE(Problem(config).find("kcagc_space: kcagc_mode=joint computes the whitened space only"), std::string::npos);
+  Options<KcagcJobConfig>(config).space = "whitened";
+  Options<KcagcJobConfig>(config).clusters = 7;
+  EXPECT_EQ(Problem(config), "");
   config = KcagcConfig();
   Options<KcagcJobConfig>(config).local_clusters = "2x";
   EXPECT_NE(Problem(config).find("kcagc_local_clusters: '2x' is not a positive number or a multiple of k"),

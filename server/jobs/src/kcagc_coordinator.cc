@@ -6,9 +6,11 @@
 #include <cstdio>
 
 #include "nodefl/kcagc/kmeans.h"
+#include "nodefl/kcagc/local_cluster.h"
 #include "nodefl/kcagc/participant.h"
 #include "nodefl/kcagc/range.h"
 #include "nodefl/kcagc/rng.h"
+#include "nodefl/kcagc/spectral.h"
 #include "nodefl/server/kcagc/assignment.h"
 #include "nodefl/server/kcagc/intersections.h"
 #include "nodefl/server/kcagc/secure_sums.h"
@@ -20,6 +22,14 @@ namespace {
 namespace kc = nodefl::server::kcagc;
 using nodefl::kcagc::Assignment;
 using nodefl::kcagc::Intersections;
+using nodefl::kcagc::Matrix;
+
+// The joint mode's random streams (rng.h's StreamSeed), numbered as the
+// one-process run numbers participant 0's (server/kcagc/sim runs.cc), whose
+// streams its server-side steps take: the subspace iteration's start block
+// and Protocol 1's k-means++.
+constexpr uint64_t kLocalStream = 0x100;
+constexpr uint64_t kProjectionStream = 0x200;
 
 template <typename... Args>
 void Say(const KcagcRunSettings& s, const char* format, Args... args) {
@@ -243,6 +253,72 @@ Status RunTree(Counted& c, const KcagcRunSettings& s, const nodefl::secagg::Fixe
   return Status::Ok();
 }
 
+// X X^T Q as the participants' secure sum, one aggregation per block: the
+// simulation's SecureGram (server/kcagc/sim joint.cc) over the interface.
+class RemoteGram final : public nodefl::kcagc::GramOperator {
+ public:
+  RemoteGram(Counted& c, const nodefl::secagg::FixedPoint& code, const KcagcRunSettings& s)
+      : c_(c), code_(code), s_(s) {}
+
+  Result<Matrix> Apply(const Matrix& block) override {
+    const size_t length = static_cast<size_t>(block.rows()) * static_cast<size_t>(block.cols());
+    NODEFL_TRY_ASSIGN(const std::vector<float> sum,
+                      c_.Check(c_.p_.SumSpectralStep(steps_, block, code_), length, c_.p_.count()));
+    ++steps_;
+    Say(s_, "joint space: step %u, %zu secure sums", steps_, sum.size());
+    return Matrix(Eigen::Map<const Matrix>(sum.data(), block.rows(), block.cols()));
+  }
+
+ private:
+  Counted& c_;
+  nodefl::secagg::FixedPoint code_;
+  const KcagcRunSettings& s_;
+  uint32_t steps_ = 0;
+};
+
+nodefl::kcagc::ProjectionOptions JointProjection(uint64_t seed) {
+  nodefl::kcagc::ProjectionOptions p;
+  p.seed = nodefl::kcagc::StreamSeed(seed, kProjectionStream);
+  return p;
+}
+
+// The joint mode (server/kcagc/sim RunJoint): U by the subspace iteration,
+// every product a secure sum, then Protocol 1 on U in the clear.
+Status RunJoint(Counted& c, const KcagcRunSettings& s, const nodefl::secagg::FixedPoint& code,
+                KcagcRunSummary* summary) {
+  const uint32_t n = c.p_.nodes();
+  const uint64_t m = c.p_.columns();
+  // As the centralized whitened space: at most min(n, m) directions.
+  const uint32_t wanted = s.space_dims != 0 ? s.space_dims : s.clusters;
+  const auto dims = static_cast<uint32_t>(std::min<uint64_t>({wanted, n, m}));
+  RemoteGram gram(c, code, s);
+  NODEFL_TRY_ASSIGN(nodefl::kcagc::LeftSingularVectors u,
+                    nodefl::kcagc::IterateLeftSubspace(n, m, dims, JointProjection(s.seed), &gram));
+  summary->spectral_steps = u.summary.steps;
+  summary->spectral_block = u.summary.block;
+  summary->spectral_converged = u.summary.converged;
+  summary->singular_values = u.singular_values;
+  summary->expected_secure_sums = kc::JointSecureSums(n, u.summary.block, u.summary.steps);
+  Say(s, "joint space: %u steps of block %u%s, sigma_1 %.6g, sigma_%zu %.6g", u.summary.steps, u.summary.block,
+      u.summary.converged ? " (converged)" : " (step cap)", u.singular_values.front(), u.singular_values.size(),
+      u.singular_values.back());
+  // The centralized run's clustering step (k clusters on U), with the
+  // streams the simulation gives it.
+  nodefl::kcagc::LocalClusterOptions lo;
+  lo.clusters = s.clusters;
+  lo.iterations = s.iterations;
+  lo.seed = nodefl::kcagc::StreamSeed(s.seed, kLocalStream);
+  lo.restarts = s.local_restarts;
+  lo.projection = JointProjection(s.seed);
+  NODEFL_TRY_ASSIGN(nodefl::kcagc::LocalClustering local, nodefl::kcagc::LocalCluster(u.basis, lo));
+  summary->local_iterations = local.iterations;
+  summary->local_unassigned_after_one_ninth = local.unassigned_after_one_ninth;
+  Say(s, "server, on the joint space: Protocol 1, %u clusters, %u unassigned by the 1/9 step, %u Lloyd iterations",
+      s.clusters, local.unassigned_after_one_ninth, local.iterations);
+  summary->assignment = std::move(local.assignment);
+  return Status::Ok();
+}
+
 }  // namespace
 
 const char* KcagcRunModeName(KcagcRunMode mode) {
@@ -250,21 +326,24 @@ const char* KcagcRunModeName(KcagcRunMode mode) {
     case KcagcRunMode::kBasic: return "basic";
     case KcagcRunMode::kKcagc: return "kcagc";
     case KcagcRunMode::kTree: return "tree";
+    case KcagcRunMode::kJoint: return "joint";
   }
   return "?";
 }
 
 Result<KcagcRunSummary> RunKcagcCoordinator(const KcagcRunSettings& s, KcagcParticipants& participants) {
   const uint32_t n = participants.nodes(), parties = participants.count();
+  const bool local = s.mode == KcagcRunMode::kKcagc || s.mode == KcagcRunMode::kTree;
   if (s.clusters == 0 || s.clusters > n || parties < 2 || s.iterations == 0 || s.global_restarts == 0 ||
-      (s.mode != KcagcRunMode::kBasic && (s.local_clusters == 0 || s.local_clusters > n))) {
+      (local && (s.local_clusters == 0 || s.local_clusters > n)) ||
+      (s.mode == KcagcRunMode::kJoint && (s.local_restarts == 0 || participants.columns() == 0))) {
     return Status::InvalidArgument();
   }
   KcagcRunSummary summary;
   summary.participants = parties;
   Counted c(participants, &summary.cost);
-  // The range round: one secure sum of B_l, then the working code
-  // (nodefl/kcagc/range.h).
+  // The range round: one secure sum of B_l (the joint mode: G_l), then the
+  // working code (nodefl/kcagc/range.h).
   NODEFL_TRY_ASSIGN(const nodefl::secagg::FixedPoint range_code, nodefl::kcagc::RangeCode(parties));
   NODEFL_TRY_ASSIGN(const std::vector<float> range, c.Check(participants.SumRangeBounds(range_code), 1, parties));
   summary.clip = nodefl::kcagc::ClipFromRangeSum(range[0]);
@@ -284,6 +363,9 @@ Result<KcagcRunSummary> RunKcagcCoordinator(const KcagcRunSettings& s, KcagcPart
     case KcagcRunMode::kTree:
       NODEFL_TRY(RunTree(c, s, summary.code, &summary));
       summary.paper_secure_sums = kc::PaperTreeSecureSums(s.local_clusters, parties, s.iterations);
+      break;
+    case KcagcRunMode::kJoint:
+      NODEFL_TRY(RunJoint(c, s, summary.code, &summary));
       break;
   }
   NODEFL_TRY(participants.Finish(summary.assignment));

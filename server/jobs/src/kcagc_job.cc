@@ -51,6 +51,7 @@ std::string KindName(uint32_t kind) {
     case kw::kKcagcUpdateCentres: return "a centre update";
     case kw::kKcagcEndStage: return "a stage's end";
     case kw::kKcagcDone: return "the final clustering";
+    case kw::kKcagcSpectralStep: return "a spectral step (the joint mode's block Q_t)";
     default: return "record kind " + std::to_string(kind);
   }
 }
@@ -144,7 +145,7 @@ void KcagcJob::StartWorker(uint64_t now_us) {
   }
   phase_ = Phase::kRunning;
   run_started_us_ = now_us;
-  remote_ = std::make_unique<KcagcRemoteParticipants>(channel_, participants_, nodes_);
+  remote_ = std::make_unique<KcagcRemoteParticipants>(channel_, participants_, nodes_, columns_);
   KcagcRunSettings settings = s;
   settings.progress = [this](const std::string& line) { SetProgress(line); };
   // A thread of its own: it blocks on the network, never on compute.
@@ -521,6 +522,18 @@ void KcagcJob::LogSummary(Logger& log, uint64_t job_id) const {
                                {"secure_sums", st.secure_sums}});
     }
   }
+  if (summary_ && s.mode == KcagcRunMode::kJoint) {
+    // The joint mode's iteration, and what the server learns besides U.
+    const KcagcRunSummary& j = *summary_;
+    log.Info("kcagc_spectral", {{"job", job_id},
+                                {"steps", j.spectral_steps},
+                                {"block", j.spectral_block},
+                                {"converged", j.spectral_converged},
+                                {"sigma_1", j.singular_values.empty() ? 0.0 : j.singular_values.front()},
+                                {"sigma_k", j.singular_values.empty() ? 0.0 : j.singular_values.back()},
+                                {"unassigned_after_one_ninth", j.local_unassigned_after_one_ninth},
+                                {"lloyd_iterations", j.local_iterations}});
+  }
   if (!failure_.empty()) log.Error("kcagc_failed", {{"job", job_id}, {"reason", failure_}});
   if (!evaluation_note_.empty()) log.Warn("kcagc_evaluation", {{"job", job_id}, {"note", evaluation_note_}});
   const uint64_t run_us = run_ended_us_ > run_started_us_ ? run_ended_us_ - run_started_us_ : 0;
@@ -539,7 +552,9 @@ void KcagcJob::LogSummary(Logger& log, uint64_t job_id) const {
             {"nodes", nodes_},
             {"columns", columns_},
             {"k", s.clusters},
-            {"k_hat", s.mode == KcagcRunMode::kBasic ? s.clusters : s.local_clusters},
+            {"k_hat", s.mode == KcagcRunMode::kJoint   ? LogValue("-")
+                      : s.mode == KcagcRunMode::kBasic ? LogValue(s.clusters)
+                                                       : LogValue(s.local_clusters)},
             {"seeding", s.seeding == KcagcSeedingRule::kJoint ? "joint" : "local"},
             {"secagg_mode", options_.params.aggregation == sa::AggMode::kPaper ? "paper" : "robust"},
             {"succeeded", succeeded()},
@@ -550,7 +565,9 @@ void KcagcJob::LogSummary(Logger& log, uint64_t job_id) const {
             {"internal_nodes", run(r.internal_nodes)},
             {"secure_sums", run(r.cost.scalars)},
             {"expected_secure_sums", run(r.expected_secure_sums)},
-            {"paper_secure_sums", summary_ ? LogValue(r.paper_secure_sums) : LogValue("-")},
+            // The paper has no joint mode, hence no count.
+            {"paper_secure_sums",
+             summary_ && s.mode != KcagcRunMode::kJoint ? LogValue(r.paper_secure_sums) : LogValue("-")},
             {"rounds", run(r.cost.rounds)},
             {"values_bytes", run(r.cost.uploaded_bytes)},
             {"aggregations", aggregations_},

@@ -18,7 +18,9 @@ namespace kw = nodefl::kcagc;
 constexpr std::array<OptionSpec<C>, 17> kSpecs = {{
     {"kcagc_mode", &C::mode,
      "kcagc: basic (Protocol 2: every node a point of the joint k-means), kcagc (Protocol 3: local clusters, "
-     "intersections, weighted virtual nodes) or tree (Protocol 3 at every internal node of a binary tree)"},
+     "intersections, weighted virtual nodes), tree (Protocol 3 at every internal node of a binary tree) or joint "
+     "(not the paper's: the whitened space of all columns through secure sums, revealed to the server and every "
+     "participant, which the server clusters; docs/kcagc.md)"},
     {"kcagc_clusters", &C::clusters, "kcagc: k, the clusters sought (0: the classes in kcagc_labels)"},
     {"kcagc_local_clusters", &C::local_clusters,
      "kcagc: k-hat, each participant's local clusters (kcagc, tree): a number, or a multiple of k like 2k"},
@@ -34,7 +36,8 @@ constexpr std::array<OptionSpec<C>, 17> kSpecs = {{
     {"kcagc_virtual", &C::virtual_nodes,
      "kcagc: virtual nodes, intersection (the mean of its rows) or centre (Protocol 3 line 13: its local centre)"},
     {"kcagc_iterations", &C::iterations, "kcagc: Q, Lloyd iterations at most in every k-means (1..10000)"},
-    {"kcagc_restarts", &C::restarts, "kcagc: Protocol 1's restarts on every participant, least inertia kept (1..1000)"},
+    {"kcagc_restarts", &C::restarts, "kcagc: Protocol 1's restarts on every participant (joint: the server's, on U), least inertia kept "
+     "(1..1000)"},
     {"kcagc_global_restarts", &C::global_restarts,
      "kcagc: restarts of the collaborative k-means, each with its own secure sums (1..1000; 1 is the paper's)"},
     {"kcagc_seed", &C::seed, "kcagc: seeding and projection streams (the emulator's column split takes the same)"},
@@ -72,13 +75,17 @@ std::string OneOf(std::string_view key, const std::string& value, std::initializ
 }
 
 std::string Validate(const C& c, const ServerConfig& config) {
-  for (const std::string& e : {OneOf("kcagc_mode", c.mode, {"basic", "kcagc", "tree"}),
+  for (const std::string& e : {OneOf("kcagc_mode", c.mode, {"basic", "kcagc", "tree", "joint"}),
                                OneOf("kcagc_filter", c.filter, {"half", "norm"}),
                                OneOf("kcagc_space", c.space, {"whitened", "projected", "full"}),
                                OneOf("kcagc_seeding", c.seeding, {"joint", "local"}),
                                OneOf("kcagc_virtual", c.virtual_nodes, {"intersection", "centre"}),
                                OneOf("kcagc_secagg_mode", c.secagg_mode, {"robust", "paper"})}) {
     if (!e.empty()) return e;
+  }
+  if (c.mode == "joint" && c.space != "whitened") {
+    // The server holds no features: the space it computes is all it can cluster.
+    return "kcagc_space: kcagc_mode=joint computes the whitened space only, not '" + c.space + "'";
   }
   if (LocalClusters(c.local_clusters, 1) == 0) {
     return "kcagc_local_clusters: '" + c.local_clusters + "' is not a positive number or a multiple of k like 2k";
@@ -124,19 +131,26 @@ std::unique_ptr<Job> Make(const ServerConfig& config, std::string_view stage, ui
   if (k == 0) o.error = "kcagc_clusters is 0 and there is no kcagc_labels to count classes in: give kcagc_clusters=K";
   const auto k_hat = static_cast<uint32_t>(LocalClusters(c.local_clusters, k));
   KcagcRunSettings& s = o.settings;
-  s.mode = c.mode == "basic" ? KcagcRunMode::kBasic : c.mode == "tree" ? KcagcRunMode::kTree : KcagcRunMode::kKcagc;
+  s.mode = c.mode == "basic"   ? KcagcRunMode::kBasic
+           : c.mode == "tree"  ? KcagcRunMode::kTree
+           : c.mode == "joint" ? KcagcRunMode::kJoint
+                               : KcagcRunMode::kKcagc;
   s.clusters = k;
-  s.local_clusters = s.mode == KcagcRunMode::kBasic ? k : k_hat;
+  // Basic kCAGC and the joint mode have no local clusters.
+  s.local_clusters = s.mode == KcagcRunMode::kBasic || s.mode == KcagcRunMode::kJoint ? k : k_hat;
   s.seeding = c.seeding == "local" ? KcagcSeedingRule::kLocal : KcagcSeedingRule::kJoint;
   s.iterations = c.iterations;
   s.global_restarts = c.global_restarts;
   s.seed = c.seed;
+  s.space_dims = c.space_dims;
+  s.local_restarts = c.restarts;
   kw::KcagcParameters& p = o.params;
   // A fresh public salt per job (the participants' job keys, seal/job_keys.h).
   FillFromOsEntropy(std::span<uint8_t>(p.salt, kw::kKcagcSaltBytes));
-  p.mode = s.mode == KcagcRunMode::kBasic  ? kw::KcagcMode::kBasic
-           : s.mode == KcagcRunMode::kTree ? kw::KcagcMode::kTree
-                                           : kw::KcagcMode::kKcagc;
+  p.mode = s.mode == KcagcRunMode::kBasic   ? kw::KcagcMode::kBasic
+           : s.mode == KcagcRunMode::kTree  ? kw::KcagcMode::kTree
+           : s.mode == KcagcRunMode::kJoint ? kw::KcagcMode::kJoint
+                                            : kw::KcagcMode::kKcagc;
   p.clusters = k;
   p.local_clusters = s.local_clusters;
   p.filter = c.filter == "norm" ? kw::KcagcFilter::kNorm : kw::KcagcFilter::kHalf;

@@ -2,6 +2,7 @@
 #include "nodefl/server/jobs/kcagc_remote_participants.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 namespace nodefl::server::jobs {
@@ -23,8 +24,8 @@ std::vector<uint32_t> AsWords(const kw::Assignment& a) { return std::vector<uint
 }  // namespace
 
 KcagcRemoteParticipants::KcagcRemoteParticipants(KcagcChannel& channel, std::vector<uint32_t> devices,
-                                                 uint32_t nodes)
-    : channel_(channel), devices_(std::move(devices)), nodes_(nodes) {}
+                                                 uint32_t nodes, uint64_t columns)
+    : channel_(channel), devices_(std::move(devices)), nodes_(nodes), columns_(columns) {}
 
 std::vector<uint32_t> KcagcRemoteParticipants::Members() const {
   if (!in_stage_) return devices_;
@@ -63,13 +64,16 @@ void KcagcRemoteParticipants::AddWord(uint32_t kind, uint32_t value, const std::
 
 Result<std::vector<float>> KcagcRemoteParticipants::Sum(kw::KcagcContribution what, uint32_t argument,
                                                         uint64_t stream, uint32_t length,
-                                                        const nodefl::secagg::FixedPoint& code, bool everyone) {
+                                                        const nodefl::secagg::FixedPoint& code, bool everyone,
+                                                        std::vector<DeviceData> records) {
   KcagcRequest r;
+  r.records = std::move(records);
   switch (what) {
     case kw::KcagcContribution::kRangeBound: r.what = "the range round"; break;
     case kw::KcagcContribution::kSeedDistances: r.what = "distances to seed point " + std::to_string(argument); break;
     case kw::KcagcContribution::kLocalSeeding: r.what = "distances to local seeds"; break;
     case kw::KcagcContribution::kDistances: r.what = "distances to " + std::to_string(argument) + " centres"; break;
+    case kw::KcagcContribution::kSpectralProduct: r.what = "the joint space's step " + std::to_string(argument); break;
   }
   r.what += Where();
   r.aggregate = true;
@@ -187,6 +191,31 @@ Status KcagcRemoteParticipants::EndStage(uint32_t kept_restart) {
   channel_.Post(std::move(r));
   in_stage_ = false;
   return Status::Ok();
+}
+
+Result<std::vector<float>> KcagcRemoteParticipants::SumSpectralStep(uint32_t step, const kw::Matrix& block,
+                                                                    const nodefl::secagg::FixedPoint& code) {
+  if (in_stage_) return Status::FailedPrecondition();
+  if (block.rows() != static_cast<Eigen::Index>(nodes_) || block.cols() == 0 || block.cols() > block.rows()) {
+    return Status::InvalidArgument();
+  }
+  const uint64_t length = uint64_t{nodes_} * static_cast<uint64_t>(block.cols());
+  if (length > nodefl::secagg::kMaxAggLength) return Status::OutOfRange();
+  // Q_t as the floats the server holds (row-major, node by node): the
+  // participants multiply exactly the block its Rayleigh-Ritz step uses.
+  std::vector<uint32_t> bits(length);
+  static_assert(sizeof(float) == sizeof(uint32_t), "binary32");
+  std::memcpy(bits.data(), block.data(), length * sizeof(uint32_t));
+  std::vector<DeviceData> records;
+  AddArray(kw::KcagcArray::kBlock, bits, devices_, &records);
+  const kw::KcagcSpectralStep instruction{step, nodes_, static_cast<uint32_t>(block.cols())};
+  uint8_t bytes[kw::kKcagcSpectralStepBytes];
+  kw::EncodeKcagcSpectralStep(instruction, bytes);
+  for (uint32_t device : devices_) {
+    records.push_back(Record(device, kw::kKcagcSpectralStep, std::vector<uint8_t>(bytes, bytes + sizeof bytes)));
+  }
+  return Sum(kw::KcagcContribution::kSpectralProduct, step, 0, static_cast<uint32_t>(length), code, true,
+             std::move(records));
 }
 
 Status KcagcRemoteParticipants::Finish(const kw::Assignment& clustering) {

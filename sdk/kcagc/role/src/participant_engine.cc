@@ -2,10 +2,12 @@
 #include "nodefl/kcagc/participant_engine.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "nodefl/kcagc/kmeans.h"
 #include "nodefl/kcagc/range.h"
 #include "nodefl/kcagc/rng.h"
+#include "nodefl/kcagc/spectral.h"
 
 namespace nodefl::kcagc {
 namespace {
@@ -24,7 +26,16 @@ ProjectionOptions ProjectionFor(uint64_t seed, uint32_t participant) {
 
 Span<const double> AsSpan(const std::vector<double>& w) { return Span<const double>(w.data(), w.size()); }
 
+// The longest column a block Q_t may have: 1 up to float rounding, with
+// room to spare (an entry rounds by 2^-24 relative).
+constexpr double kMaxBlockColumnNorm = 1.0 + 1.0 / 1024;
+
 }  // namespace
+
+uint32_t MaxSpectralBlock(uint32_t nodes, const EngineSettings& s) {
+  const uint32_t dims = s.space_dims != 0 ? s.space_dims : s.clusters;
+  return SpectralBlockSize(nodes, std::numeric_limits<uint64_t>::max(), dims);
+}
 
 ParticipantEngine::ParticipantEngine(const GraphView& graph, Matrix raw_slice, uint32_t index)
     : graph_(graph), slice_(std::move(raw_slice)), index_(index), columns_(static_cast<uint32_t>(slice_.cols())) {}
@@ -33,7 +44,8 @@ Status ParticipantEngine::Prepare(const EngineSettings& s) {
   const uint32_t n = graph_.num_nodes;
   if (prepared_) return Status::FailedPrecondition();
   if (s.clusters == 0 || s.local_clusters == 0 || s.clusters > n || s.local_clusters > n || s.iterations == 0 ||
-      s.local_restarts == 0 || slice_.rows() != static_cast<Eigen::Index>(n) || slice_.cols() == 0) {
+      s.local_restarts == 0 || slice_.rows() != static_cast<Eigen::Index>(n) || slice_.cols() == 0 ||
+      (s.joint && s.space != ClusterSpace::kWhitened)) {
     return Status::InvalidArgument();
   }
   NODEFL_TRY(ValidateGraph(graph_));
@@ -45,6 +57,11 @@ Status ParticipantEngine::Prepare(const EngineSettings& s) {
     NODEFL_TRY_ASSIGN(filter.laplacian_norm, LaplacianNorm(graph_, filter.self_loops));
   }
   NODEFL_TRY(ApplyGraphFilter(graph_, filter, &slice_));
+  if (s.joint) {
+    // The space is the server's, computed from every slice as filtered.
+    prepared_ = true;
+    return Status::Ok();
+  }
   const uint32_t dims = s.space_dims != 0 ? s.space_dims : s.clusters;
   NODEFL_TRY(ToClusterSpace(s.space, dims, ProjectionFor(s.seed, index_), &slice_));
   prepared_ = true;
@@ -53,11 +70,11 @@ Status ParticipantEngine::Prepare(const EngineSettings& s) {
 
 Result<float> ParticipantEngine::RangeBound(const secagg::FixedPoint& range_code) const {
   if (!prepared_) return Status::FailedPrecondition();
-  return RangeSubmission(DistanceBound(slice_), range_code);
+  return RangeSubmission(settings_.joint ? GramBound(slice_) : DistanceBound(slice_), range_code);
 }
 
 Result<Assignment> ParticipantEngine::LocalClusters() {
-  if (!prepared_) return Status::FailedPrecondition();
+  if (!prepared_ || settings_.joint) return Status::FailedPrecondition();
   LocalClusterOptions lo;
   lo.clusters = settings_.local_clusters;
   lo.iterations = settings_.iterations;
@@ -76,7 +93,7 @@ const Matrix* ParticipantEngine::ChildCentres(uint32_t child) const {
 }
 
 Status ParticipantEngine::BeginStage(const EngineStage& stage) {
-  if (!prepared_) return Status::FailedPrecondition();
+  if (!prepared_ || settings_.joint) return Status::FailedPrecondition();
   restarts_.clear();
   points_ = nullptr;
   if (!stage.virtual_nodes) {
@@ -161,6 +178,28 @@ Status ParticipantEngine::EndStage(uint32_t kept_restart) {
   restarts_.clear();
   points_ = nullptr;
   return Status::Ok();
+}
+
+Status ParticipantEngine::TakeSpectralBlock(uint32_t step, Matrix block) {
+  if (!prepared_ || !settings_.joint || step != spectral_steps_) return Status::FailedPrecondition();
+  if (block.rows() != slice_.rows() || block.cols() == 0 ||
+      block.cols() > static_cast<Eigen::Index>(MaxSpectralBlock(graph_.num_nodes, settings_)) || !block.allFinite()) {
+    return Status::InvalidArgument();
+  }
+  for (Eigen::Index j = 0; j < block.cols(); ++j) {
+    if (block.col(j).cast<double>().norm() > kMaxBlockColumnNorm) return Status::InvalidArgument();
+  }
+  block_ = std::move(block);
+  ++spectral_steps_;
+  return Status::Ok();
+}
+
+Result<std::vector<float>> ParticipantEngine::SpectralProduct(uint32_t step) const {
+  if (!settings_.joint || spectral_steps_ == 0) return Status::FailedPrecondition();
+  // Only the block just taken: a product of an older one would be summed
+  // with the others' products of the new one.
+  if (step + 1 != spectral_steps_) return Status::InvalidArgument();
+  return JointSpectralContribution(slice_, block_);
 }
 
 }  // namespace nodefl::kcagc

@@ -2,6 +2,7 @@
 #include "nodefl/kcagc/participant_role.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "nodefl/crypto/rng.h"
 #include "nodefl/protocol/envelope_codec.h"
@@ -25,6 +26,7 @@ EngineSettings SettingsOf(const KcagcParameters& p) {
   s.iterations = p.iterations;
   s.local_restarts = p.local_restarts;
   s.seed = p.seed;
+  s.joint = p.mode == KcagcMode::kJoint;
   return s;
 }
 
@@ -61,8 +63,12 @@ Status ParticipantRole::StartJob(const nodefl_wire_Envelope& message) {
     NODEFL_TRY(job_key_.Begin(message.job_id, ConstByteSpan(params_.salt, kKcagcSaltBytes), &crypto::DrbgRandom,
                               &random_));
     // The longest sum: every point's distances to every centre (points <=
-    // n, centres <= max(k, k̂)).
-    const uint64_t longest = uint64_t{data_.num_nodes} * std::max(params_.clusters, params_.local_clusters);
+    // n, centres <= max(k, k̂)); the joint mode's, a product with the
+    // widest block the server may send.
+    const uint64_t longest =
+        uint64_t{data_.num_nodes} * (params_.mode == KcagcMode::kJoint
+                                         ? MaxSpectralBlock(data_.num_nodes, SettingsOf(params_))
+                                         : std::max(params_.clusters, params_.local_clusters));
     if (params_.participants != data_.participants || longest == 0 || longest > secagg::kMaxAggLength) {
       Refuse(Status::InvalidArgument(), 0);
       return Status::Ok();
@@ -135,6 +141,7 @@ Status ParticipantRole::Follow(uint32_t kind, ConstByteSpan data) {
     case kKcagcUpdateCentres: return OnUpdateCentres(data);
     case kKcagcEndStage: return OnEndStage(data);
     case kKcagcDone: return OnDone(data);
+    case kKcagcSpectralStep: return OnSpectralStep(data);
     default: return Status::InvalidArgument();
   }
 }
@@ -157,8 +164,15 @@ Status ParticipantRole::OnWelcome(ConstByteSpan data) {
 Status ParticipantRole::OnArray(ConstByteSpan data) {
   NODEFL_TRY_ASSIGN(const KcagcArrayRun run, DecodeKcagcArrayRun(data));
   if (run.array == KcagcArray::kLocalClusters) return Status::InvalidArgument();
-  // No array is longer than a key per node and part (parts <= L).
-  const uint64_t limit = uint64_t{data_.num_nodes} * params_.participants + 1;
+  const bool joint = params_.mode == KcagcMode::kJoint;
+  if ((run.array == KcagcArray::kBlock) != joint && run.array != KcagcArray::kAssignment) {
+    return Status::InvalidArgument();  // the joint mode's arrays are the blocks and the final clustering
+  }
+  // No array is longer than a key per node and part (parts <= L), or than
+  // the widest block.
+  const uint64_t limit = run.array == KcagcArray::kBlock
+                             ? uint64_t{data_.num_nodes} * MaxSpectralBlock(data_.num_nodes, SettingsOf(params_))
+                             : uint64_t{data_.num_nodes} * params_.participants + 1;
   if (run.total > limit) return Status::OutOfRange();
   ArrayBuffer& a = arrays_[static_cast<uint32_t>(run.array)];
   if (run.offset == 0) {
@@ -209,6 +223,10 @@ Status ParticipantRole::OnContribute(ConstByteSpan data) {
     }
     case KcagcContribution::kDistances: {
       NODEFL_TRY_ASSIGN(values, engine_->Distances(c.argument));
+      break;
+    }
+    case KcagcContribution::kSpectralProduct: {
+      NODEFL_TRY_ASSIGN(values, engine_->SpectralProduct(c.argument));
       break;
     }
   }
@@ -291,6 +309,19 @@ Status ParticipantRole::OnDone(ConstByteSpan data) {
   NODEFL_TRY_ASSIGN(Assignment final_clusters, AssignmentOf(nodes, params_.clusters));
   clustering_ = std::move(final_clusters);
   clustered_ = true;
+  return Status::Ok();
+}
+
+Status ParticipantRole::OnSpectralStep(ConstByteSpan data) {
+  NODEFL_TRY_ASSIGN(const KcagcSpectralStep step, DecodeKcagcSpectralStep(data));
+  if (params_.mode != KcagcMode::kJoint || step.rows != data_.num_nodes) return Status::InvalidArgument();
+  NODEFL_TRY_ASSIGN(const std::vector<uint32_t>* bits, Whole(KcagcArray::kBlock, size_t{step.rows} * step.columns));
+  // The floats' bit patterns, row-major as the block's own storage.
+  Matrix block(step.rows, step.columns);
+  static_assert(sizeof(float) == sizeof(uint32_t), "binary32");
+  std::memcpy(block.data(), bits->data(), bits->size() * sizeof(uint32_t));
+  NODEFL_TRY(engine_->TakeSpectralBlock(step.step, std::move(block)));
+  stats_.spectral_steps = engine_->spectral_steps();
   return Status::Ok();
 }
 

@@ -66,7 +66,7 @@ Result<KcagcParameters> DecodeKcagcParameters(ConstByteSpan bytes) {
   p.participants = LoadU32Le(at);
   at += 4;
   const uint8_t aggregation = *at++;
-  if (mode < 1 || mode > 3 || filter > 1 || self_loops > 1 || space > 2 || seeding > 1 || virtual_nodes > 1 ||
+  if (mode < 1 || mode > 4 || filter > 1 || self_loops > 1 || space > 2 || seeding > 1 || virtual_nodes > 1 ||
       aggregation > static_cast<uint8_t>(secagg::AggMode::kPaper)) {
     return Status::InvalidArgument();
   }
@@ -82,6 +82,9 @@ Result<KcagcParameters> DecodeKcagcParameters(ConstByteSpan bytes) {
       p.participants > kKcagcMaxParticipants) {
     return Status::InvalidArgument();
   }
+  // The joint mode's server clusters the whitened space of all columns, the
+  // only space it can compute without the features.
+  if (p.mode == KcagcMode::kJoint && p.space != KcagcSpace::kWhitened) return Status::InvalidArgument();
   return p;
 }
 
@@ -128,7 +131,7 @@ Result<KcagcArrayRun> DecodeKcagcArrayRun(ConstByteSpan bytes) {
     return Status::InvalidArgument();
   }
   const uint32_t array = LoadU32Le(bytes.data());
-  if (array < static_cast<uint32_t>(KcagcArray::kAssignment) || array > static_cast<uint32_t>(KcagcArray::kLocalClusters)) {
+  if (array < static_cast<uint32_t>(KcagcArray::kAssignment) || array > static_cast<uint32_t>(KcagcArray::kBlock)) {
     return Status::InvalidArgument();
   }
   KcagcArrayRun r;
@@ -152,7 +155,7 @@ void EncodeKcagcContribute(const KcagcContribute& c, uint8_t (&out)[kKcagcContri
 Result<KcagcContribute> DecodeKcagcContribute(ConstByteSpan bytes) {
   if (bytes.size() != kKcagcContributeBytes) return Status::InvalidArgument();
   if (bytes[0] < static_cast<uint8_t>(KcagcContribution::kRangeBound) ||
-      bytes[0] > static_cast<uint8_t>(KcagcContribution::kDistances)) {
+      bytes[0] > static_cast<uint8_t>(KcagcContribution::kSpectralProduct)) {
     return Status::InvalidArgument();
   }
   KcagcContribute c;
@@ -183,6 +186,22 @@ Result<KcagcStage> DecodeKcagcStage(ConstByteSpan bytes) {
   for (size_t i = 0; i < 7; ++i) *fields[i] = LoadU32Le(bytes.data() + 1 + 4 * i);
   if (s.members < 2 || s.position >= s.members) return Status::InvalidArgument();
   if (s.points == KcagcPoints::kVirtual && (s.groups == 0 || s.parts == 0 || s.part >= s.parts)) {
+    return Status::InvalidArgument();
+  }
+  return s;
+}
+
+void EncodeKcagcSpectralStep(const KcagcSpectralStep& s, uint8_t (&out)[kKcagcSpectralStepBytes]) {
+  StoreU32Le(s.step, out);
+  StoreU32Le(s.rows, out + 4);
+  StoreU32Le(s.columns, out + 8);
+}
+
+Result<KcagcSpectralStep> DecodeKcagcSpectralStep(ConstByteSpan bytes) {
+  if (bytes.size() != kKcagcSpectralStepBytes) return Status::InvalidArgument();
+  KcagcSpectralStep s{LoadU32Le(bytes.data()), LoadU32Le(bytes.data() + 4), LoadU32Le(bytes.data() + 8)};
+  if (s.rows == 0 || s.columns == 0 || s.columns > s.rows ||
+      uint64_t{s.rows} * s.columns > secagg::kMaxAggLength) {
     return Status::InvalidArgument();
   }
   return s;

@@ -23,6 +23,10 @@
 //   Distances      Protocol 2 lines 11 and 26
 //   EndStage       the stage's centres (the restart the server kept), which a
 //                  tree node's parent may use as virtual nodes (kCentre)
+//   TakeSpectralBlock / SpectralProduct  the joint mode (not the paper's:
+//                  docs/kcagc.md, "The joint spectral space"): the server's
+//                  block Q_t, and Z^l_t = X^l ((X^l)^T Q_t) on the filtered
+//                  slice, the simulation's JointSpectralContribution
 #pragma once
 
 #include <cstdint>
@@ -53,7 +57,16 @@ struct EngineSettings {
   uint32_t iterations = 10;      // Q
   uint32_t local_restarts = 10;  // Protocol 1's
   uint64_t seed = 1;
+  // The joint mode: the slice stays as filtered (the server computes the
+  // whitened space of all columns; `space` must be kWhitened), the range
+  // bound is G_l, and the only sums are the spectral products.
+  bool joint = false;
 };
+
+// The widest block Q_t the joint mode's server can send for these settings:
+// spectral.h's b for d = space_dims (0: k) directions and any number of
+// columns (the participant knows only its own).
+uint32_t MaxSpectralBlock(uint32_t nodes, const EngineSettings& settings);
 
 // Where a stage's points come from.
 struct EngineStage {
@@ -74,8 +87,10 @@ class ParticipantEngine {
   // columns (n rows); `index` is l, which names its random streams.
   ParticipantEngine(const GraphView& graph, Matrix raw_slice, uint32_t index);
 
-  // The filter and the cluster space. kInvalidArgument for settings that do
-  // not fit the data (k or k̂ above n, Q = 0, a bad graph, an empty slice).
+  // The filter and the cluster space (the joint mode: the filter only).
+  // kInvalidArgument for settings that do not fit the data (k or k̂ above
+  // n, Q = 0, a bad graph, an empty slice, the joint mode outside
+  // kWhitened).
   [[nodiscard]] Status Prepare(const EngineSettings& settings);
   bool prepared() const { return prepared_; }
 
@@ -83,8 +98,8 @@ class ParticipantEngine {
   uint32_t nodes() const { return graph_.num_nodes; }
   uint32_t columns() const { return columns_; }
 
-  // B_l rounded up onto `range_code`'s grid (range.h; kOutOfRange when the
-  // features are too large for it).
+  // B_l (the joint mode: G_l) rounded up onto `range_code`'s grid (range.h;
+  // kOutOfRange when the features are too large for it).
   [[nodiscard]] Result<float> RangeBound(const secagg::FixedPoint& range_code) const;
   // Protocol 1 with k̂ clusters: every node's local cluster.
   [[nodiscard]] Result<Assignment> LocalClusters();
@@ -101,6 +116,18 @@ class ParticipantEngine {
   // Distances of every point to the current centres, `centres` of them.
   [[nodiscard]] Result<std::vector<float>> Distances(uint32_t centres) const;
   [[nodiscard]] Status EndStage(uint32_t kept_restart);
+
+  // The joint mode's block Q_t for step `step` (0, 1, ... in order): n rows,
+  // 1 .. MaxSpectralBlock columns, each of norm at most 1 + 2^-10 (G_l, the
+  // range bound, holds for columns of norm 1 up to float rounding, so a
+  // longer one could push a product past the code's clip).
+  // kFailedPrecondition outside the joint mode or for a step out of order,
+  // kInvalidArgument for another shape or a non-finite entry.
+  [[nodiscard]] Status TakeSpectralBlock(uint32_t step, Matrix block);
+  // Z^l_t for the block of step `step`, which must be the last one taken:
+  // n x b values, row-major (node by node).
+  [[nodiscard]] Result<std::vector<float>> SpectralProduct(uint32_t step) const;
+  uint32_t spectral_steps() const { return spectral_steps_; }  // blocks taken
 
  private:
   const Matrix* ChildCentres(uint32_t child) const;
@@ -121,6 +148,9 @@ class ParticipantEngine {
   std::vector<double> weights_;
   std::vector<Matrix> restarts_;  // each restart's centres; back() is the current one
   std::map<uint32_t, Matrix> stage_centres_;  // EndStage's, by tree node
+  // The joint mode.
+  Matrix block_;                 // Q_t of the last step taken
+  uint32_t spectral_steps_ = 0;  // blocks taken (the next step's index)
 };
 
 }  // namespace nodefl::kcagc

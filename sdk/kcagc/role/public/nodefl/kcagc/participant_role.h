@@ -9,6 +9,8 @@
 // the L participants; robust mode by default, or the paper's Protocol 4).
 // What leaves it: its job key, its masked vectors and shares (the
 // aggregation), its local clustering (Protocol 3 line 2) and its refusals.
+// In the joint mode (not the paper's) it answers each spectral step with
+// X^l ((X^l)^T Q_t) through the aggregation, as it answers distances.
 //
 // It refuses (kKcagcRefuse, then waits for the end) an instruction it
 // cannot follow: parameters or a welcome that do not match its data, an
@@ -47,6 +49,7 @@ class ParticipantRole final : public device::Role {
     uint64_t scalars = 0;        // values in them
     uint64_t clipped = 0;        // values the fixed-point code clipped (0 under the range rule)
     uint64_t bytes_uploaded = 0; // kKcagc* uploads (the aggregation's are the link's)
+    uint32_t spectral_steps = 0; // the joint mode: blocks Q_t taken
   };
 
   // `data` and `credentials` must outlive the role; `random` draws the job
@@ -91,6 +94,7 @@ class ParticipantRole final : public device::Role {
   Status OnUpdateCentres(ConstByteSpan data);
   Status OnEndStage(ConstByteSpan data);
   Status OnDone(ConstByteSpan data);
+  Status OnSpectralStep(ConstByteSpan data);
   // The whole of array `a`, `expected` values long.
   Result<const std::vector<uint32_t>*> Whole(KcagcArray a, size_t expected) const;
   Result<Assignment> AssignmentOf(size_t points, uint32_t clusters) const;
@@ -110,7 +114,7 @@ class ParticipantRole final : public device::Role {
   KcagcParameters params_;
   bool welcomed_ = false;
   std::unique_ptr<ParticipantEngine> engine_;
-  ArrayBuffer arrays_[7];  // by KcagcArray value
+  ArrayBuffer arrays_[8];  // by KcagcArray value
   std::deque<std::pair<uint32_t, std::vector<uint8_t>>> outbox_;
   bool clustered_ = false;
   Assignment clustering_;

@@ -39,11 +39,35 @@
 //   kKcagcEndStage    the stage kept restart r (its centres are the stage's).
 //   kKcagcDone        the final clustering of the nodes (array kAssignment).
 //   kKcagcAbort       the run failed (a StatusCode); forget it.
+//   kKcagcSpectralStep  the joint mode's step t (below): the block Q_t came
+//                     first as array kBlock.
 // A participant answers with uploads only: kKcagcReady, kKcagcLocalClusters
 // (Protocol 3 line 2: node ids per local cluster, as one id per node), and
 // kKcagcRefuse when it cannot follow an instruction. Every sum of Protocols
 // 2 and 3 goes through the aggregation sub-protocol and nothing else: the
 // server learns the sums, the local clusterings and nothing of a slice.
+// The joint mode (kJoint; not the paper's protocol: docs/kcagc.md, "The
+// joint spectral space") runs other instructions after kKcagcReady. The
+// participant keeps its filtered slice X^l as it is (no cluster space: the
+// server computes the whitened space of all the columns), and its range
+// bound is G_l instead of B_l (nodefl/kcagc/range.h). Then, for t = 0, 1,
+// ... until the server's subspace iteration (nodefl/kcagc/spectral.h)
+// stops:
+//   array kBlock      Q_t, n x b floats (their bit patterns), row-major
+//   kKcagcSpectralStep  t, n, b: the block is Q_t
+//   kKcagcContribute  kSpectralProduct, argument t: Z^l_t = X^l ((X^l)^T Q_t)
+//                     through one aggregation of n b values
+// and finally kKcagcDone (the server clustered U itself). Q_0 is sent like
+// every other block although every party could draw it from the public
+// seed: the server's Rayleigh-Ritz step assumes the product came from
+// exactly the floats it holds, and a participant's own draw (a Householder
+// QR in double) matches them only when built with the same Eigen and the
+// same floating-point contraction; the saving would be one block of the
+// run's 12-15 (Cora: 184 KB of 2.76 MB down per participant).
+// Versions: the parameters' mode is the switch. A participant that
+// predates kJoint refuses kJoint's parameters (an unknown mode) before any
+// sum, and the joint mode's records follow only those parameters, so the
+// format carries no version field.
 // Round 2. The participant reports (JobReport code: OK when it received the
 // final clustering) and is done.
 //
@@ -84,13 +108,15 @@ enum KcagcDataKind : uint32_t {
   kKcagcEndStage = 0x4B15,       // kept restart (4)
   kKcagcDone = 0x4B16,           // nodes (4); array kAssignment
   kKcagcAbort = 0x4B17,          // StatusCode (1)
+  kKcagcSpectralStep = 0x4B18,   // KcagcSpectralStep; array kBlock
   // participant -> server
   kKcagcReady = 0x4B40,          // KcagcReady
   kKcagcLocalClusters = 0x4B41,  // KcagcArrayRun (array kLocalClusters)
   kKcagcRefuse = 0x4B42,         // KcagcRefuse
 };
 
-enum class KcagcMode : uint8_t { kBasic = 1, kKcagc = 2, kTree = 3 };
+// kJoint: the joint spectral space (above), kWhitened only.
+enum class KcagcMode : uint8_t { kBasic = 1, kKcagc = 2, kTree = 3, kJoint = 4 };
 enum class KcagcFilter : uint8_t { kHalf = 0, kNorm = 1 };           // graph_filter.h
 enum class KcagcSpace : uint8_t { kFull = 0, kProjected = 1, kWhitened = 2 };  // projection.h
 enum class KcagcSeeding : uint8_t { kJoint = 0, kLocal = 1 };
@@ -117,7 +143,8 @@ struct KcagcParameters {
 inline constexpr size_t kKcagcParametersBytes = kKcagcSaltBytes + 1 + 4 + 4 + 1 + 4 + 1 + 1 + 4 + 1 + 1 + 4 + 4 + 8 + 4 + 1;
 void EncodeKcagcParameters(const KcagcParameters& p, uint8_t (&out)[kKcagcParametersBytes]);
 // kInvalidArgument for a wrong size or a field outside its range (k = 0,
-// k̂ = 0, Q = 0, no restarts, L < 2, an unknown enum value).
+// k̂ = 0, Q = 0, no restarts, L < 2, an unknown enum value, kJoint in a
+// space other than kWhitened).
 Result<KcagcParameters> DecodeKcagcParameters(ConstByteSpan bytes);
 
 // kKcagcWelcome: the participant's place in the job.
@@ -145,6 +172,7 @@ enum class KcagcArray : uint32_t {
   kGroupOffsets = 4,   // Intersections::offsets
   kGroupKeys = 5,      // Intersections::keys (int32)
   kLocalClusters = 6,  // participant -> server: one local cluster per node
+  kBlock = 7,          // the joint mode's Q_t: float bit patterns, row-major (n x b)
 };
 
 struct KcagcArrayRun {
@@ -170,6 +198,7 @@ enum class KcagcContribution : uint8_t {
   kLocalSeeding = 3,   // Protocol 2 line 6: seed `argument` centres alone (k-means++ from `stream`),
                        // distances of the projected points to them: N x argument values
   kDistances = 4,      // distances of the stage's points to the current centres: N x argument values
+  kSpectralProduct = 5,  // the joint mode: X^l ((X^l)^T Q_t) for step t = `argument`: n x b values, row-major
 };
 struct KcagcContribute {
   KcagcContribution what = KcagcContribution::kDistances;
@@ -206,6 +235,20 @@ void EncodeKcagcStage(const KcagcStage& s, uint8_t (&out)[kKcagcStageBytes]);
 // kInvalidArgument for a wrong size, unknown points, position >= members,
 // or (kVirtual) no groups, part >= parts.
 Result<KcagcStage> DecodeKcagcStage(ConstByteSpan bytes);
+
+// kKcagcSpectralStep: the block of step `step` (0, 1, ... in order) is the
+// array kBlock sent before it, `rows` x `columns`.
+struct KcagcSpectralStep {
+  uint32_t step = 0;
+  uint32_t rows = 0;     // n
+  uint32_t columns = 0;  // b
+};
+inline constexpr size_t kKcagcSpectralStepBytes = 12;
+void EncodeKcagcSpectralStep(const KcagcSpectralStep& s, uint8_t (&out)[kKcagcSpectralStepBytes]);
+// kInvalidArgument for a wrong size, no rows, columns outside 1..rows (a
+// block of more columns than rows cannot be orthonormal), or a block longer
+// than one aggregation (secagg::kMaxAggLength values).
+Result<KcagcSpectralStep> DecodeKcagcSpectralStep(ConstByteSpan bytes);
 
 // The records of one 32-bit field (kKcagcLocalCluster, kKcagcSeedCentres,
 // kKcagcUpdateCentres, kKcagcEndStage, kKcagcDone).

@@ -9,7 +9,10 @@
 // computation behind the interface: the range round; basic kCAGC's
 // collaborative k-means over the nodes (kCAGC Protocol 2); kCAGC's local
 // clusterings, intersections and k-means over the weighted virtual nodes
-// (Protocol 3); the tree arrangement (Sec. 3.4). The server-side rules are
+// (Protocol 3); the tree arrangement (Sec. 3.4); the joint mode (not the
+// paper's: the subspace iteration of nodefl/kcagc/spectral.h, one secure
+// sum per step, then kCAGC Protocol 1 on U at the server, as server/kcagc/sim
+// joint.h and runs.h do). The server-side rules are
 // server/kcagc's own (AssignFromSums, Intersect, SpreadToNodes, BuildTree)
 // and sdk/kcagc's SeedSampler, and the random streams are numbered alike,
 // so with the same settings the coordinator and the simulation see the
@@ -18,7 +21,8 @@
 // What crosses from a participant to the server: sums (through the
 // interface's Sum* calls, each one secure aggregation) and, in kCAGC and
 // the tree, the local clusterings (Protocol 3 line 2). What goes back:
-// seed indices, assignments, intersections and the final clustering.
+// seed indices, assignments, intersections, the joint mode's blocks Q_t
+// and the final clustering.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +39,7 @@
 
 namespace nodefl::server::jobs {
 
-enum class KcagcRunMode : uint8_t { kBasic, kKcagc, kTree };
+enum class KcagcRunMode : uint8_t { kBasic, kKcagc, kTree, kJoint };
 enum class KcagcSeedingRule : uint8_t { kJoint, kLocal };  // server/kcagc/sim collaborative.h
 
 // The settings the server needs (the participants' own are in the job's
@@ -48,6 +52,10 @@ struct KcagcRunSettings {
   uint32_t iterations = 10;     // Q
   uint32_t global_restarts = 1;
   uint64_t seed = 1;
+  // kJoint: the whitened space's dimensions (0: k) and kCAGC Protocol 1's
+  // restarts, which the server runs on U itself.
+  uint32_t space_dims = 0;
+  uint32_t local_restarts = 10;
   std::function<void(const std::string&)> progress;  // optional, one line per step
 };
 
@@ -77,6 +85,8 @@ class KcagcParticipants {
 
   virtual uint32_t count() const = 0;
   virtual uint32_t nodes() const = 0;
+  // m: the columns of all slices together (each slice's width is public).
+  virtual uint64_t columns() const = 0;
 
   // Each participant's B_l under `range_code`: 1 value.
   [[nodiscard]] virtual Result<std::vector<float>> SumRangeBounds(const nodefl::secagg::FixedPoint& range_code) = 0;
@@ -95,6 +105,11 @@ class KcagcParticipants {
   // Distances of the stage's points to the current centres: N x centres values.
   [[nodiscard]] virtual Result<std::vector<float>> SumDistances(uint32_t centres, const nodefl::secagg::FixedPoint& code) = 0;
   [[nodiscard]] virtual Status EndStage(uint32_t kept_restart) = 0;
+  // The joint mode's step `step` (0, 1, ...): the block Q_t (n x b) to
+  // every participant, and the sum of their X^l ((X^l)^T Q_t): n x b
+  // values, row-major.
+  [[nodiscard]] virtual Result<std::vector<float>> SumSpectralStep(uint32_t step, const nodefl::kcagc::Matrix& block,
+                                                                   const nodefl::secagg::FixedPoint& code) = 0;
   // The final clustering of the nodes, for every participant.
   [[nodiscard]] virtual Status Finish(const nodefl::kcagc::Assignment& clustering) = 0;
 };
@@ -124,14 +139,24 @@ struct KcagcRunSummary {
   // scalars (the paper's secure sums), and what the participants' values
   // weigh (4 bytes each, before masking and framing).
   server::kcagc::AggregationCounters cost;
-  uint64_t expected_secure_sums = 0;  // 1 + the stages' StageSecureSums
-  double paper_secure_sums = 0;
+  uint64_t expected_secure_sums = 0;  // 1 + the stages' StageSecureSums (kJoint: 1 + steps n b)
+  double paper_secure_sums = 0;       // kJoint: 0, the paper has no such mode
   float clip = 0.0f;
   nodefl::secagg::FixedPoint code;
+  // kJoint: the subspace iteration's products (each one aggregation of n b
+  // scalars), b, whether it converged before its cap, σ_1 .. σ_k (the
+  // server learns them with U), and Protocol 1's figures on U.
+  uint32_t spectral_steps = 0;
+  uint32_t spectral_block = 0;
+  bool spectral_converged = false;
+  std::vector<double> singular_values;
+  uint32_t local_iterations = 0;
+  uint32_t local_unassigned_after_one_ninth = 0;
 };
 
 // kInvalidArgument for settings that do not fit (k = 0, k or k̂ above n,
-// fewer than 2 participants, Q = 0, no restarts); any error a call returns
+// fewer than 2 participants, Q = 0, no restarts, kJoint without columns);
+// any error a call returns
 // ends the run with that error.
 [[nodiscard]] Result<KcagcRunSummary> RunKcagcCoordinator(const KcagcRunSettings& settings,
                                                           KcagcParticipants& participants);

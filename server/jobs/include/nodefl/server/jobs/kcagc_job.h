@@ -13,6 +13,9 @@
 // mask graph among them, robust or paper mode, and every participant must
 // report, since a sum of distances without some participant's columns is
 // no distance), and Protocol 3 line 2's local clusters are collected.
+// In the joint mode (not the paper's) each sum is one step of the subspace
+// iteration: the block Q_t goes to every participant first (n b floats as
+// array runs), and the server clusters U itself at the end.
 // The final clustering goes to every participant.
 // Round 2. The participants report; the job writes kcagc-assignment.tsv
 // (node<TAB>cluster) in the output folder and logs the run: the scores

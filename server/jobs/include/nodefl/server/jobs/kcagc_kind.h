@@ -17,7 +17,7 @@
 namespace nodefl::server::jobs {
 
 struct KcagcJobConfig {
-  std::string mode = "kcagc";            // basic (Protocol 2) | kcagc (Protocol 3) | tree (Sec. 3.4)
+  std::string mode = "kcagc";            // basic (Protocol 2) | kcagc (Protocol 3) | tree (Sec. 3.4) | joint (not the paper's)
   uint32_t clusters = 0;                 // k; 0: the classes in `labels`
   std::string local_clusters = "k";      // k̂: a number, or a multiple of k ("2k")
   std::string filter = "half";           // half: (1 - l/2)^psi | norm: (1 - l/||L_s||)^psi

@@ -22,11 +22,13 @@ namespace nodefl::server::jobs {
 class KcagcRemoteParticipants final : public KcagcParticipants {
  public:
   // devices: the participants' device ids, in participant order (index l =
-  // position); nodes: n, as they all reported it.
-  KcagcRemoteParticipants(KcagcChannel& channel, std::vector<uint32_t> devices, uint32_t nodes);
+  // position); nodes: n, as they all reported it; columns: the sum of the
+  // widths they reported.
+  KcagcRemoteParticipants(KcagcChannel& channel, std::vector<uint32_t> devices, uint32_t nodes, uint64_t columns);
 
   uint32_t count() const override { return static_cast<uint32_t>(devices_.size()); }
   uint32_t nodes() const override { return nodes_; }
+  uint64_t columns() const override { return columns_; }
 
   Result<std::vector<float>> SumRangeBounds(const nodefl::secagg::FixedPoint& range_code) override;
   Result<std::vector<nodefl::kcagc::Assignment>> LocalClusters(uint32_t local_clusters) override;
@@ -38,13 +40,17 @@ class KcagcRemoteParticipants final : public KcagcParticipants {
   Status UpdateCentres(const nodefl::kcagc::Assignment& assignment) override;
   Result<std::vector<float>> SumDistances(uint32_t centres, const nodefl::secagg::FixedPoint& code) override;
   Status EndStage(uint32_t kept_restart) override;
+  Result<std::vector<float>> SumSpectralStep(uint32_t step, const nodefl::kcagc::Matrix& block,
+                                             const nodefl::secagg::FixedPoint& code) override;
   Status Finish(const nodefl::kcagc::Assignment& clustering) override;
 
  private:
   // The current stage's devices (everyone outside a stage).
   std::vector<uint32_t> Members() const;
+  // `records` go out before the contribution (the joint mode's block).
   Result<std::vector<float>> Sum(nodefl::kcagc::KcagcContribution what, uint32_t argument, uint64_t stream,
-                                 uint32_t length, const nodefl::secagg::FixedPoint& code, bool everyone);
+                                 uint32_t length, const nodefl::secagg::FixedPoint& code, bool everyone,
+                                 std::vector<DeviceData> records = {});
   // Records of one array, then of one instruction with a 32-bit field, to each of `to`.
   static void AddArray(nodefl::kcagc::KcagcArray array, std::span<const uint32_t> values,
                        const std::vector<uint32_t>& to, std::vector<DeviceData>* out);
@@ -54,6 +60,7 @@ class KcagcRemoteParticipants final : public KcagcParticipants {
   KcagcChannel& channel_;
   std::vector<uint32_t> devices_;
   uint32_t nodes_;
+  uint64_t columns_;
   bool in_stage_ = false;
   KcagcStageSetup stage_;
   uint32_t points_ = 0;  // N of the current stage
