@@ -283,6 +283,27 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"tree_L4", "tree", 4}, Case{"joint_L2", "joint", 2}, Case{"joint_L4", "joint", 4}),
     [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.name); });
 
+// The job failed, its reason names device 1, nothing was written, and the
+// other participants were told and got no clustering.
+void ExpectFailedOverDevice1(JobRun& r, const std::string& log) {
+  EXPECT_EQ(r.exit, std::optional<int>(1)) << log;
+  EXPECT_TRUE(LogHasLine(log, "kcagc_summary", {"succeeded=false"})) << log;
+  const size_t failed = log.find("event=kcagc_failed");
+  ASSERT_NE(failed, std::string::npos) << log;
+  // An aborted aggregation that got nothing from device 1, or device 1 unreachable.
+  const std::string reason = log.substr(failed, log.find('\n', failed) - failed);
+  EXPECT_TRUE(reason.find("from: 1") != std::string::npos || reason.find("(device 1)") != std::string::npos)
+      << reason;
+  std::printf("%s\n", reason.c_str());
+  EXPECT_FALSE(fs::exists(r.out / "kcagc-assignment.tsv"));
+  for (const auto& d : r.devices) {
+    if (d->id() == 1) continue;
+    ASSERT_NE(d->kcagc_role(), nullptr);
+    EXPECT_FALSE(d->kcagc_role()->clustered()) << "device " << d->id();
+    EXPECT_FALSE(d->kcagc_role()->failure().ok()) << "device " << d->id();
+  }
+}
+
 TEST(KcagcJobOverTlsFailure, AParticipantThatDisconnectsEndsTheJobClearly) {
   const Case c{"kcagc_L3_drop", "kcagc", 3};
   JobRun r;
@@ -292,25 +313,8 @@ TEST(KcagcJobOverTlsFailure, AParticipantThatDisconnectsEndsTheJobClearly) {
   RunJob(r, c, 3, 3000);
   if (HasFatalFailure()) return;
   const std::string log = r.server->LogText();
-  EXPECT_EQ(r.exit, std::optional<int>(1)) << log;
   EXPECT_TRUE(LogHasLine(log, "kcagc_failed", {})) << log;
-  EXPECT_TRUE(LogHasLine(log, "kcagc_summary", {"succeeded=false"})) << log;
-  // The reason names the participant that left (an aborted aggregation that
-  // got nothing from device 1, or device 1 unreachable).
-  const size_t failed = log.find("event=kcagc_failed");
-  ASSERT_NE(failed, std::string::npos);
-  const std::string reason = log.substr(failed, log.find('\n', failed) - failed);
-  EXPECT_TRUE(reason.find("from: 1") != std::string::npos || reason.find("(device 1)") != std::string::npos)
-      << reason;
-  std::printf("%s\n", reason.c_str());
-  EXPECT_FALSE(fs::exists(r.out / "kcagc-assignment.tsv"));
-  // The others were told and did not receive a clustering.
-  for (const auto& d : r.devices) {
-    if (d->id() == 1) continue;
-    ASSERT_NE(d->kcagc_role(), nullptr);
-    EXPECT_FALSE(d->kcagc_role()->clustered()) << "device " << d->id();
-    EXPECT_FALSE(d->kcagc_role()->failure().ok()) << "device " << d->id();
-  }
+  ExpectFailedOverDevice1(r, log);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
 }
 
@@ -323,20 +327,7 @@ TEST(KcagcJobOverTlsFailure, AParticipantThatHangsConnectedEndsTheJobAtTheStepDe
   RunJob(r, c, 2, 3000, 0, /*freeze=*/true, /*report_deadline_ms=*/4000);
   if (HasFatalFailure()) return;
   const std::string log = r.server->LogText();
-  EXPECT_EQ(r.exit, std::optional<int>(1)) << log;
-  EXPECT_TRUE(LogHasLine(log, "kcagc_summary", {"succeeded=false"})) << log;
-  const size_t failed = log.find("event=kcagc_failed");
-  ASSERT_NE(failed, std::string::npos) << log;
-  const std::string reason = log.substr(failed, log.find('\n', failed) - failed);
-  EXPECT_TRUE(reason.find("from: 1") != std::string::npos || reason.find("(device 1)") != std::string::npos)
-      << reason;
-  std::printf("%s\n", reason.c_str());
-  EXPECT_FALSE(fs::exists(r.out / "kcagc-assignment.tsv"));
-  for (const auto& d : r.devices) {
-    if (d->id() == 1) continue;
-    ASSERT_NE(d->kcagc_role(), nullptr);
-    EXPECT_FALSE(d->kcagc_role()->clustered()) << "device " << d->id();
-  }
+  ExpectFailedOverDevice1(r, log);
   // Ended by the 3 s step deadline and the 4 s report round, not by the
   // 50 s cap of RunJob.
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << log;

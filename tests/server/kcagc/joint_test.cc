@@ -30,7 +30,7 @@
 #include "nodefl/server/kcagc/sim/features.h"
 #include "nodefl/server/kcagc/sim/joint.h"
 #include "nodefl/server/kcagc/sim/runs.h"
-#include "checked_aggregator.h"
+#include "sim_test_support.h"
 #include "../../sdk/kcagc_spectra.h"
 #include "../kcagc_attributed_graph.h"
 
@@ -152,17 +152,6 @@ RunOptions Options(Mode mode, uint32_t k, uint64_t seed) {
   return o;
 }
 
-std::vector<Matrix> RawSlices(const dataset::Graph& g, uint32_t parties, uint64_t seed) {
-  std::vector<Matrix> out;
-  for (const auto& c : SplitColumns(g.num_feature_dims, parties, seed)) out.push_back(DenseSlice(g, c));
-  return out;
-}
-
-std::vector<int32_t> Labels(const dataset::Graph& g) {
-  std::vector<int32_t> labels;
-  EXPECT_TRUE(SingleLabels(g, &labels));
-  return labels;
-}
 
 TEST(KcagcJointTest, ClustersExactlyAsTheCentralRun) {
   const dataset::Graph g = Attributed(4, 90, 48, 8);
@@ -173,11 +162,11 @@ TEST(KcagcJointTest, ClustersExactlyAsTheCentralRun) {
       // would take the exact route: that is checked against the SVD above).
       RunOptions central = Options(Mode::kCentral, k, seed);
       central.projection_method = nodefl::kcagc::ProjectionMethod::kSubspace;
-      const Result<RunReport> c = RunSimulation(GraphViewOf(g), RawSlices(g, 1, seed), central, nullptr);
+      const Result<RunReport> c = RunSimulation(GraphViewOf(g), Slices(g, 1, seed), central, nullptr);
       ASSERT_TRUE(c.ok()) << c.status().str();
       EXPECT_GT(c->spectral_steps, 0u);
       CheckedAggregator agg;
-      const Result<RunReport> j = RunSimulation(GraphViewOf(g), RawSlices(g, parties, seed), Options(Mode::kJoint, k, seed), &agg);
+      const Result<RunReport> j = RunSimulation(GraphViewOf(g), Slices(g, parties, seed), Options(Mode::kJoint, k, seed), &agg);
       ASSERT_TRUE(j.ok()) << j.status().str();
       // Node for node the same partition: the joint clustering scored
       // against the central one as labels (Hungarian matching) is perfect.
@@ -193,7 +182,7 @@ TEST(KcagcJointTest, ClustersExactlyAsTheCentralRun) {
       EXPECT_EQ(j->participants, parties);
       EXPECT_EQ(j->singular_values.size(), k);
       // The exact route of the central run (kAuto, 360 nodes) agrees as well.
-      const Result<RunReport> e = RunSimulation(GraphViewOf(g), RawSlices(g, 1, seed), Options(Mode::kCentral, k, seed), nullptr);
+      const Result<RunReport> e = RunSimulation(GraphViewOf(g), Slices(g, 1, seed), Options(Mode::kCentral, k, seed), nullptr);
       ASSERT_TRUE(e.ok());
       EXPECT_EQ(e->spectral_steps, 0u);
       EXPECT_EQ(ScoreClustering(j->assignment, e->assignment).value().accuracy, 1.0) << "L " << parties << " seed " << seed;
@@ -206,7 +195,7 @@ TEST(KcagcJointTest, SecureSumsRoundsAndBytesFollowTheFormula) {
   const uint32_t k = 3, n = g.num_nodes;
   for (const uint32_t parties : {2u, 3u}) {
     SimulatedSecureAggregator agg;
-    const RunReport r = RunSimulation(GraphViewOf(g), RawSlices(g, parties, 1), Options(Mode::kJoint, k, 1), &agg).value();
+    const RunReport r = RunSimulation(GraphViewOf(g), Slices(g, parties, 1), Options(Mode::kJoint, k, 1), &agg).value();
     const uint32_t b = k + 10;
     EXPECT_EQ(r.spectral_block, b);
     EXPECT_GT(r.spectral_steps, 1u);
@@ -230,9 +219,9 @@ TEST(KcagcJointTest, RefusesSpacesOtherThanWhitened) {
   for (const auto space : {nodefl::kcagc::ClusterSpace::kFull, nodefl::kcagc::ClusterSpace::kProjected}) {
     RunOptions o = Options(Mode::kJoint, 2, 1);
     o.space = space;
-    EXPECT_EQ(RunSimulation(GraphViewOf(g), RawSlices(g, 2, 1), o, &agg).status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(RunSimulation(GraphViewOf(g), Slices(g, 2, 1), o, &agg).status().code(), StatusCode::kInvalidArgument);
   }
-  EXPECT_EQ(RunSimulation(GraphViewOf(g), RawSlices(g, 2, 1), Options(Mode::kJoint, 2, 1), nullptr).status().code(),
+  EXPECT_EQ(RunSimulation(GraphViewOf(g), Slices(g, 2, 1), Options(Mode::kJoint, 2, 1), nullptr).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(agg.counters().rounds, 0u);
   EXPECT_STREQ(ModeName(Mode::kJoint), "joint");
@@ -263,7 +252,7 @@ TEST(KcagcJointTest, CoraMatchesTheCentralRun) {
     RunOptions joint = central;
     joint.mode = Mode::kJoint;
     SimulatedSecureAggregator agg;
-    const Result<RunReport> j = RunSimulation(GraphViewOf(g), RawSlices(g, parties, 1), joint, &agg);
+    const Result<RunReport> j = RunSimulation(GraphViewOf(g), Slices(g, parties, 1), joint, &agg);
     ASSERT_TRUE(j.ok()) << j.status().str();
     const double accuracy = ScoreClustering(j->assignment, labels).value().accuracy;
     EXPECT_NEAR(accuracy, central_accuracy, 0.005) << "L " << parties;

@@ -27,7 +27,7 @@
 #include "nodefl/server/kcagc/sim/features.h"
 #include "nodefl/server/kcagc/sim/runs.h"
 #include "../kcagc_attributed_graph.h"
-#include "checked_aggregator.h"
+#include "sim_test_support.h"
 
 namespace nodefl::server::kcagc {
 namespace {
@@ -39,17 +39,6 @@ dataset::Graph AttributedGraph(uint32_t blocks, uint32_t block_size, double p_in
   return kcagc_test::AttributedPlantedPartition(blocks, block_size, columns, seed, p_in, p_out, p_on, p_off);
 }
 
-std::vector<Matrix> Slices(const dataset::Graph& g, uint32_t parties, uint64_t seed) {
-  std::vector<Matrix> out;
-  for (const auto& c : SplitColumns(g.num_feature_dims, parties, seed)) out.push_back(DenseSlice(g, c));
-  return out;
-}
-
-std::vector<int32_t> Labels(const dataset::Graph& g) {
-  std::vector<int32_t> labels;
-  EXPECT_TRUE(SingleLabels(g, &labels));
-  return labels;
-}
 
 
 TEST(KcagcRunsTest, BasicLloydPhaseEqualsCentralizedLloydExactly) {

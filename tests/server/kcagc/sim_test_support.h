@@ -1,8 +1,8 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
-// The simulated secure aggregation (fixed-point codes summed as the service
-// sums them), checking every submitted value against its round's clip: the
-// range rules promise that nothing is ever clipped.
+// What the kCAGC simulation's tests share: a dataset's feature columns cut
+// into participants' slices, its labels, and the simulated secure
+// aggregation checking every submitted value against its round's clip.
 #pragma once
 
 #include <algorithm>
@@ -11,10 +11,29 @@
 #include <span>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "nodefl/host/dataset/graph_dataset.h"
+#include "nodefl/kcagc/types.h"
 #include "nodefl/server/kcagc/aggregator.h"
+#include "nodefl/server/kcagc/sim/features.h"
 
 namespace nodefl::server::kcagc {
 
+// The unfiltered slices of `parties` participants, split as the runs split.
+inline std::vector<nodefl::kcagc::Matrix> Slices(const dataset::Graph& g, uint32_t parties, uint64_t seed) {
+  std::vector<nodefl::kcagc::Matrix> out;
+  for (const auto& c : SplitColumns(g.num_feature_dims, parties, seed)) out.push_back(DenseSlice(g, c));
+  return out;
+}
+
+inline std::vector<int32_t> Labels(const dataset::Graph& g) {
+  std::vector<int32_t> labels;
+  EXPECT_TRUE(SingleLabels(g, &labels));
+  return labels;
+}
+
+// Nothing is ever clipped, the range rules promise: this checks it.
 class CheckedAggregator final : public Aggregator {
  public:
   uint64_t over_clip = 0;
