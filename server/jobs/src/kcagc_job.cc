@@ -20,17 +20,6 @@ namespace sa = nodefl::secagg;
 // one hand-off per aggregation round.
 constexpr auto kHandOffWait = std::chrono::milliseconds(20);
 
-std::string AbortName(sa::AbortReason r) {
-  switch (r) {
-    case sa::AbortReason::kExcluded: return "excluded";
-    case sa::AbortReason::kTooFewSurvivors: return "too-few-survivors";
-    case sa::AbortReason::kLate: return "late";
-    case sa::AbortReason::kUnmaskFailed: return "unmask-failed";
-    case sa::AbortReason::kCancelled: return "cancelled";
-  }
-  return "?";
-}
-
 std::string Ids(const std::vector<uint32_t>& ids) {
   std::string out;
   for (uint32_t id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
@@ -273,7 +262,8 @@ bool KcagcJob::SettleAggregation(uint64_t now_us) {
   unmask_us_ += r.unmask_us;
   TakeServiceRecords();
   if (r.state != secagg::AggregationState::kDone) {
-    Fail("secure aggregation " + std::to_string(r.id) + " (" + serving_ + ") aborted (" + AbortName(r.abort_reason) +
+    Fail("secure aggregation " + std::to_string(r.id) + " (" + serving_ + ") aborted (" +
+         secagg::AbortReasonName(r.abort_reason) +
              "): " + r.message + "; no key from: " + Ids(r.dropped_at_keys) +
              "; no masked vector from: " + Ids(r.dropped_at_uploads) +
              "; no shares from: " + Ids(r.dropped_at_reveals) + ". Every sum needs all the stage's participants",

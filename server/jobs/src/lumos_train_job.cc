@@ -62,17 +62,6 @@ sa::FixedPoint CodeOf(float clip, int8_t scale_log2) {
 // A word of integer counts, read as the signed sum it is.
 int64_t Signed(uint32_t word) { return word >= 0x80000000u ? int64_t{word} - (int64_t{1} << 32) : int64_t{word}; }
 
-std::string AbortName(sa::AbortReason r) {
-  switch (r) {
-    case sa::AbortReason::kExcluded: return "excluded";
-    case sa::AbortReason::kTooFewSurvivors: return "too-few-survivors";
-    case sa::AbortReason::kLate: return "late";
-    case sa::AbortReason::kUnmaskFailed: return "unmask-failed";
-    case sa::AbortReason::kCancelled: return "cancelled";
-  }
-  return "unknown";
-}
-
 // The most devices whose counts (at most kTrainSecureCountClip each) sum
 // below 2^31.
 constexpr size_t kMaxSecureDevices = 0x7fffffffu / tf::kTrainSecureCountClip;
@@ -629,7 +618,7 @@ void LumosTrainJob::SettleAggregation() {
     if (it != devices_.end() && it->second.asked) it->second.done = true;
   }
   if (r.state != secagg::AggregationState::kDone) {
-    current_.aggregation = "aborted (" + AbortName(r.abort_reason) + "): " + r.message;
+    current_.aggregation = "aborted (" + std::string(secagg::AbortReasonName(r.abort_reason)) + "): " + r.message;
     ++summary_.aggregations_aborted;
     return;
   }
@@ -969,8 +958,7 @@ std::string LumosTrainJob::ProgressLine() const {
     case Phase::kEpoch: {
       o << "lumos-train epoch " << epoch_ << "/" << options_.epochs << (current_.train ? "" : " (evaluation)") << ": ";
       if (SecureEpoch() && aggregation_ != 0) {
-        static const char* const kSteps[] = {"keys", "uploads", "reveals", "settled"};
-        o << "secure sum, step " << kSteps[static_cast<int>(service_->result(aggregation_).step)] << ", "
+        o << "secure sum, step " << secagg::StepName(service_->result(aggregation_).step) << ", "
           << service_->awaited(aggregation_) << " of " << current_.devices << " devices still awaited";
       } else {
         o << (current_.devices - waiting_) << "/" << current_.devices << " done";

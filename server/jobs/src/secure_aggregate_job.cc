@@ -10,17 +10,6 @@ namespace {
 
 namespace sa = nodefl::secagg;
 
-std::string AbortName(sa::AbortReason r) {
-  switch (r) {
-    case sa::AbortReason::kExcluded: return "excluded";
-    case sa::AbortReason::kTooFewSurvivors: return "too-few-survivors";
-    case sa::AbortReason::kLate: return "late";
-    case sa::AbortReason::kUnmaskFailed: return "unmask-failed";
-    case sa::AbortReason::kCancelled: return "cancelled";
-  }
-  return "?";
-}
-
 }  // namespace
 
 SecureAggregateJob::SecureAggregateJob(SecureAggregateOptions options, std::vector<uint32_t> participants)
@@ -116,7 +105,7 @@ void SecureAggregateJob::Settle(uint64_t) {
     s.mean_device_bytes_down = static_cast<double>(down) / static_cast<double>(r.traffic.size());
   }
   if (!s.done) {
-    s.outcome = "aborted (" + AbortName(r.abort_reason) + "): " + r.message;
+    s.outcome = "aborted (" + std::string(secagg::AbortReasonName(r.abort_reason)) + "): " + r.message;
     return;
   }
   // The inputs are public: recompute the included devices' sum.
@@ -208,13 +197,8 @@ std::string SecureAggregateJob::ProgressLine() const {
     case Phase::kAggregating: {
       std::string step = "?";
       if (current_ != 0) {
-        switch (service_.result(current_).step) {
-          case secagg::AggregationStep::kKeys: step = "keys"; break;
-          case secagg::AggregationStep::kUploads: step = "uploads"; break;
-          case secagg::AggregationStep::kReveals: step = "reveals"; break;
-          case secagg::AggregationStep::kSettled: step = "settled"; break;
-        }
-        step += ", " + std::to_string(service_.awaited(current_)) + " devices still awaited";
+        step = std::string(secagg::StepName(service_.result(current_).step)) + ", " +
+               std::to_string(service_.awaited(current_)) + " devices still awaited";
       }
       return "aggregation " + std::to_string(summaries_.size()) + "/" + std::to_string(options_.aggregations) +
              ": step " + step;

@@ -817,6 +817,27 @@ void AggregationService::Answered(Aggregation& a, Participant& p) {
 
 // ---- reading -------------------------------------------------------------------
 
+const char* StepName(AggregationStep step) {
+  switch (step) {
+    case AggregationStep::kKeys: return "keys";
+    case AggregationStep::kUploads: return "uploads";
+    case AggregationStep::kReveals: return "reveals";
+    case AggregationStep::kSettled: return "settled";
+  }
+  return "unknown";
+}
+
+const char* AbortReasonName(sa::AbortReason reason) {
+  switch (reason) {
+    case sa::AbortReason::kExcluded: return "excluded";
+    case sa::AbortReason::kTooFewSurvivors: return "too-few-survivors";
+    case sa::AbortReason::kLate: return "late";
+    case sa::AbortReason::kUnmaskFailed: return "unmask-failed";
+    case sa::AbortReason::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
 const AggregationResult& AggregationService::result(uint32_t id) const { return aggregations_.at(id - 1)->result; }
 
 uint32_t AggregationService::awaited(uint32_t id) const {

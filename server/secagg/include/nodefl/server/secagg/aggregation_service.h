@@ -137,6 +137,12 @@ struct AggregationRequest {
 enum class AggregationState : uint8_t { kRunning, kDone, kAborted };
 enum class AggregationStep : uint8_t { kKeys, kUploads, kReveals, kSettled };
 
+// Names for logs and progress lines: "keys", "uploads", "reveals",
+// "settled"; "excluded", "too-few-survivors", "late", "unmask-failed",
+// "cancelled".
+const char* StepName(AggregationStep step);
+const char* AbortReasonName(nodefl::secagg::AbortReason reason);
+
 // Record payload bytes (JobData.data) to and from one device.
 struct DeviceTraffic {
   uint64_t bytes_received = 0;  // from the device, every record it sent for the aggregation
