@@ -100,14 +100,7 @@ bool Parse(int argc, char** argv, Options* o) {
     std::exit(0);
   }
   if (outcome == cli::ParseOutcome::kError) return false;
-  if (o->graph.empty()) {
-    std::fprintf(stderr, "%s: --graph is required (see --help)\n", kTool);
-    return false;
-  }
-  if (!std::filesystem::is_directory(o->graph)) {
-    std::fprintf(stderr, "%s: --graph %s is not a directory\n", kTool, o->graph.c_str());
-    return false;
-  }
+  if (!cli::RequireDirectory(kTool, "--graph", o->graph)) return false;
   if (o->model == "gat" && (o->hidden % o->heads != 0 || o->out % o->heads != 0)) {
     std::fprintf(stderr, "%s: --heads %u must divide --hidden %u and --out %u\n", kTool, o->heads, o->hidden, o->out);
     return false;

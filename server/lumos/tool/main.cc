@@ -81,14 +81,7 @@ bool Parse(int argc, char** argv, Options* o) {
     std::exit(0);
   }
   if (outcome == cli::ParseOutcome::kError) return false;
-  if (o->graph.empty()) {
-    std::fprintf(stderr, "%s: --graph is required (see --help)\n", kTool);
-    return false;
-  }
-  if (!std::filesystem::is_directory(o->graph)) {
-    std::fprintf(stderr, "%s: --graph %s is not a directory\n", kTool, o->graph.c_str());
-    return false;
-  }
+  if (!cli::RequireDirectory(kTool, "--graph", o->graph)) return false;
   return true;
 }
 

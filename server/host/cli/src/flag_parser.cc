@@ -5,10 +5,24 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
 namespace nodefl::host::cli {
+
+bool RequireDirectory(const std::string& tool, const std::string& flag, const std::string& path) {
+  if (path.empty()) {
+    std::fprintf(stderr, "%s: %s is required (see --help)\n", tool.c_str(), flag.c_str());
+    return false;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) {
+    std::fprintf(stderr, "%s: %s %s is not a directory\n", tool.c_str(), flag.c_str(), path.c_str());
+    return false;
+  }
+  return true;
+}
 
 FlagParser& FlagParser::Switch(std::string name, std::function<void()> set) {
   flags_.push_back({std::move(name), std::move(set), nullptr});

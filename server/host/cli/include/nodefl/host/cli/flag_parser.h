@@ -54,6 +54,11 @@ class FlagParser {
   std::vector<SharedFlagsFn> shared_;
 };
 
+// A required directory flag (e.g. --graph): false, with "<tool>: <flag> is
+// required (see --help)" or "<tool>: <flag> <path> is not a directory" on
+// stderr, when it is empty or not a directory.
+bool RequireDirectory(const std::string& tool, const std::string& flag, const std::string& path);
+
 // Value checkers for the common kinds.
 ValueFn Text(std::string* out);
 // A finite number x with min < x (exclusive) or min <= x, and x <= max.
