@@ -28,9 +28,6 @@ MatrixD Orthonormal(const MatrixD& a) {
   return qr.householderQ() * MatrixD::Identity(a.rows(), a.cols());
 }
 
-// A row-major float matrix as the column-major double the solvers take.
-MatrixD ToDouble(const Matrix& a) { return a.cast<double>(); }
-
 }  // namespace
 
 uint32_t SpectralBlockSize(uint64_t n, uint64_t m, uint32_t k) {
@@ -44,7 +41,7 @@ Result<Matrix> GramProduct(const Matrix& x, const Matrix& q) {
   // Double throughout: X^T Q sums n products per entry, and float's
   // rounding of such sums is near the 1e-6 the stopping rule resolves. X is
   // converted in row blocks so that a large slice never exists twice.
-  const MatrixD qd = ToDouble(q);
+  const MatrixD qd = q.cast<double>();
   MatrixD w = MatrixD::Zero(x.cols(), q.cols());
   for (Eigen::Index r = 0; r < n; r += kRowBlock) {
     const Eigen::Index rows = std::min(kRowBlock, n - r);
@@ -87,8 +84,8 @@ Result<bool> LeftSubspaceIteration::Observe(const Matrix& product) {
   // holds. The block went out as floats, so that rounded block is the Q
   // whose product came back; its columns are orthonormal to float
   // precision.
-  const MatrixD q = ToDouble(block_);
-  const MatrixD y = ToDouble(product);
+  const MatrixD q = block_.cast<double>();
+  const MatrixD y = product.cast<double>();
   MatrixD h = q.transpose() * y;
   h = 0.5 * (h + h.transpose()).eval();  // symmetric in exact arithmetic; the sums' rounding is not
   Eigen::SelfAdjointEigenSolver<MatrixD> ritz(h);
