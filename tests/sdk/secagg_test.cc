@@ -89,6 +89,26 @@ TEST(SecaggShamirTest, AnyThresholdOfSharesGivesTheSecretBack) {
   }
 }
 
+// The full mask graph of 1,000 devices shares among 999 peers with t = 500;
+// a fixed bound of 256 on t once made every such round abort at unmasking.
+TEST(SecaggShamirTest, ThresholdsInTheHundredsGiveTheSecretBack) {
+  Drbg random;
+  ASSERT_TRUE(random.SeedDeterministic(12).ok());
+  std::mt19937_64 pick(4);
+  const std::vector<uint8_t> secret = Secret(99, 32);
+  std::vector<uint64_t> xs(999);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = i + 1;  // the holders' ids + 1, as the service uses
+  std::vector<Share> shares(xs.size());
+  for (uint32_t t : {257u, 500u, 999u}) {
+    ASSERT_TRUE(ShareSecret(ConstByteSpan(secret), t, Span<const uint64_t>(xs), random, Span<Share>(shares)).ok());
+    std::shuffle(shares.begin(), shares.end(), pick);
+    std::vector<uint8_t> back(secret.size());
+    ASSERT_TRUE(ReconstructSecret(Span<const Share>(shares.data(), t), t, ByteSpan(back)).ok()) << t;
+    EXPECT_EQ(back, secret) << t;
+    EXPECT_FALSE(ReconstructSecret(Span<const Share>(shares.data(), t - 1), t, ByteSpan(back)).ok()) << t;
+  }
+}
+
 // t = 3: the two shares at x = 5 and x = 9 must have the same (uniform)
 // law for a secret of all zeros and one of all ones. 6,000 sharings each;
 // the top 4 bits of both shares' first chunk in 16 x 16 cells; a two-sample
