@@ -158,7 +158,7 @@ class Device {
     secure.shares = Span<secagg::Share>(agg_shares_);
     secure.points = Span<uint64_t>(agg_points_);
     secure.keys = Span<roles::KeyedPeer>(agg_keys_);
-    secure.held = Span<HeldAggregationMessage>(agg_held_);
+    secure.held = Span<secagg::HeldMessage>(agg_held_);
     role.SetSecureSumMemory(secure, tls_rng_);
     EXPECT_TRUE(role.Init().ok());
     role.SetData(Span<const float>(w.features[id]), w.labels[id]);
@@ -187,7 +187,7 @@ class Device {
   std::vector<secagg::Share> agg_shares_;
   std::vector<uint64_t> agg_points_;
   std::vector<roles::KeyedPeer> agg_keys_;
-  std::vector<HeldAggregationMessage> agg_held_;
+  std::vector<secagg::HeldMessage> agg_held_;
   std::vector<uint8_t> memory_;
   std::vector<LedgerEntry> ledger_entries_;
 

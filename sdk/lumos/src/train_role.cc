@@ -91,10 +91,9 @@ LumosTrainRole::LumosTrainRole(uint32_t own_id, Span<TrainPeer> peers, Span<role
       random_context_(random_context),
       noise_(noise),
       ledger_(ledger),
-      keys_(credentials, random, random_context),
-      mask_keys_(credentials, random, random_context) {}
+      keys_(credentials, random, random_context) {}
 
-LumosTrainRole::~LumosTrainRole() { DestroyAggregationClient(); }
+LumosTrainRole::~LumosTrainRole() { DestroyAggregationLink(); }
 
 Status LumosTrainRole::Init() {
   if (peers_.size() != key_records_.size()) return Status::InvalidArgument();
@@ -105,8 +104,7 @@ Status LumosTrainRole::Init() {
     return Status::FailedPrecondition();
   }
   if (partners_.size() != partner_keys_.size()) return Status::InvalidArgument();
-  NODEFL_TRY(keys_.Bind(own_id_, key_records_, partner_keys_));
-  return mask_keys_.Bind(own_id_, Span<roles::KeyedPeer>(), secure_memory_.keys);
+  return keys_.Bind(own_id_, key_records_, partner_keys_);
 }
 
 void LumosTrainRole::SetData(Span<const float> features, int32_t label) {
@@ -313,14 +311,12 @@ Status LumosTrainRole::Setup(const TrainParameters& p) {
   // the neighbours not to wait for it. Mask peers come with each
   // aggregation.
   keys_.StartJob(job_key_.key(), false, [](size_t) { return true; });
-  mask_keys_.StartJob(job_key_.key(), false, [](size_t) { return false; });
-  for (HeldAggregationMessage& h : secure_memory_.held) h.used = false;
-  DestroyAggregationClient();
-  if (refusal_.ok() && p.secure_sum) StartAggregationClient();
+  DestroyAggregationLink();
+  if (refusal_.ok() && p.secure_sum) StartAggregationLink();
   return Status::Ok();
 }
 
-// ---- Secure sum: the aggregation client -----------------------------------------------------
+// ---- Secure sum: the aggregation link -------------------------------------------------------
 
 bool LumosTrainRole::SecureSumMemoryFits(const TrainParameters& p) const {
   const TrainSecureSumMemory& m = secure_memory_;
@@ -331,152 +327,73 @@ bool LumosTrainRole::SecureSumMemoryFits(const TrainParameters& p) const {
          TrainSecureLength(p.parameters) > p.parameters;
 }
 
-void LumosTrainRole::StartAggregationClient() {
-  secagg::AggregationMemory m;
-  m.peers = secure_memory_.peers;
-  m.shares = secure_memory_.shares;
-  m.points = secure_memory_.points;
-  m.vector = secure_input_;
-  client_ = new (client_storage_) secagg::AggregationClient(own_id_, m, *secure_random_);
-  keyed_aggregation_ = epoch_aggregation_ = 0;
+// The link seals to neighbours and partners with their keys and draws from
+// the role's seal counter (secagg/aggregation_link.h); the role opens their
+// messages itself.
+void LumosTrainRole::StartAggregationLink() {
+  secagg::AggregationLinkMemory m;
+  m.aggregation.peers = secure_memory_.peers;
+  m.aggregation.shares = secure_memory_.shares;
+  m.aggregation.points = secure_memory_.points;
+  m.aggregation.vector = secure_input_;
+  m.keys = secure_memory_.keys;
+  m.held = secure_memory_.held;
+  link_ = new (link_storage_) secagg::AggregationLink(own_id_, m, credentials_, *secure_random_);
+  link_->SetPairKeySource(pair_source_);
+  link_->set_counter(&next_counter_);
+  link_->SetKnownKeys(&keys_);
+  link_->StartJob(job_id_, job_key_.key());
+  epoch_aggregation_ = 0;
 }
 
-void LumosTrainRole::DestroyAggregationClient() {
-  if (client_ == nullptr) return;
-  client_->~AggregationClient();  // wipes its secrets
-  client_ = nullptr;
+void LumosTrainRole::DestroyAggregationLink() {
+  if (link_ == nullptr) return;
+  link_->EndJob();
+  link_->~AggregationLink();  // its client wipes its secrets
+  link_ = nullptr;
 }
 
 void LumosTrainRole::OnAggregationRecord(uint32_t kind, ConstByteSpan bytes, uint32_t round) {
-  if (client_ == nullptr || phase_ == Phase::kIdle || phase_ == Phase::kDone) {
+  if (link_ == nullptr || phase_ == Phase::kIdle || phase_ == Phase::kDone) {
     ++stats_.rejected;
     return;
   }
-  // Refusals (out of order, another aggregation, malformed) are counted by
-  // the client; they never end the connection.
-  (void)client_->OnRecord(kind, bytes);
+  link_->OnRecord(kind, bytes);
   // This epoch's aggregation is the one started in its round.
+  const secagg::AggregationClient& client = link_->client();
   if (kind == secagg::kAggStart && phase_ == Phase::kEpoch && round == epoch_round_ &&
-      client_->state() != secagg::AggregationClient::State::kIdle) {
-    epoch_aggregation_ = client_->aggregation();
-  }
-  WantMaskPeerKeys();
-}
-
-roles::KeyedPeer* LumosTrainRole::KeysOf(uint32_t id) {
-  roles::KeyedPeer* k = keys_.Find(id);
-  return k != nullptr ? k : mask_keys_.Find(id);
-}
-
-// Once the peer list is complete: neighbours and partners have their job
-// keys already; every other mask peer gets a cache record and a request.
-void LumosTrainRole::WantMaskPeerKeys() {
-  if (!client_->peers_known() || keyed_aggregation_ == client_->aggregation()) return;
-  keyed_aggregation_ = client_->aggregation();
-  for (const secagg::AggregationPeer& p : client_->peers()) {
-    if (keys_.Find(p.id) != nullptr) continue;
-    roles::KeyedPeer* k = mask_keys_.FindOrAdd(p.id);
-    if (k == nullptr) continue;  // no record free: the drain skips this peer
-    mask_keys_.Touch(k);
-    if (k->state == roles::PeerKeyState::kNone) mask_keys_.Want(k);
-  }
-  RetryHeldAggregationMessages();
-}
-
-void LumosTrainRole::HandleMaskPeerCertificate(const nodefl_wire_PeerCertificate& certificate) {
-  roles::KeyedPeer* k = mask_keys_.OnCertificate(certificate);
-  if (k == nullptr) return;
-  if (k->state != roles::PeerKeyState::kReady) ++stats_.key_failures;
-  RetryHeldAggregationMessages();
-}
-
-void LumosTrainRole::HandleMaskPeerDelivery(uint32_t src, ConstByteSpan sealed) {
-  if (client_ == nullptr) {
-    ++stats_.rejected;  // not a neighbour or partner, and no aggregation to be a mask peer of
-    return;
-  }
-  roles::KeyedPeer* k = mask_keys_.Find(src);
-  if (k != nullptr && k->state == roles::PeerKeyState::kReady) {
-    OpenRelayed(src, *k, sealed);
-    return;
-  }
-  if ((k != nullptr && k->state == roles::PeerKeyState::kFailed) ||
-      sealed.size() > sizeof(HeldAggregationMessage::sealed)) {
-    ++stats_.rejected;
-    return;
-  }
-  // Not keyed yet: its message overtook our peer list or the key answer.
-  for (HeldAggregationMessage& h : secure_memory_.held) {
-    if (h.used) continue;
-    h.used = true;
-    h.src = src;
-    h.epoch = epoch_;
-    h.size = static_cast<uint16_t>(sealed.size());
-    for (size_t i = 0; i < sealed.size(); ++i) h.sealed[i] = sealed[i];
-    if (k != nullptr) ++k->waiting;  // pinned: its record is not evicted under it
-    return;
-  }
-  ++stats_.held_dropped;
-}
-
-void LumosTrainRole::RetryHeldAggregationMessages() {
-  for (HeldAggregationMessage& h : secure_memory_.held) {
-    if (!h.used) continue;
-    roles::KeyedPeer* k = mask_keys_.Find(h.src);
-    const bool ready = k != nullptr && k->state == roles::PeerKeyState::kReady;
-    const bool failed = k != nullptr && k->state == roles::PeerKeyState::kFailed;
-    // A message can come one epoch ahead of our own start (a faster peer);
-    // one held longer belongs to an aggregation that is over.
-    const bool stale = k == nullptr && h.epoch + 1 < epoch_;
-    if (!ready && !failed && !stale) continue;
-    h.used = false;
-    if (k != nullptr && k->waiting > 0) --k->waiting;
-    if (ready) {
-      OpenRelayed(h.src, *k, ConstByteSpan(h.sealed, h.size));
-    } else {
-      ++stats_.rejected;
-    }
+      client.state() != secagg::AggregationClient::State::kIdle) {
+    epoch_aggregation_ = client.aggregation();
   }
 }
 
-Status LumosTrainRole::SendKeyRequests(roles::PeerKeyTable& table, uint32_t max_outstanding,
-                                       device::DeviceSession& session) {
-  while (table.has_wanted() && session.CanSend() && table.outstanding() < max_outstanding) {
+// Mask peers share the bound on key requests in flight with the
+// neighbours' and partners' requests.
+Status LumosTrainRole::PumpAggregation(device::DeviceSession& session) {
+  if (link_ == nullptr) return Status::Ok();
+  const uint32_t in_flight = keys_.outstanding();
+  const uint32_t room = in_flight < kMaxOutstandingKeyRequests ? kMaxOutstandingKeyRequests - in_flight : 0;
+  return link_->Pump(session, epoch_round_ != 0 ? epoch_round_ : 1, room);
+}
+
+LumosTrainRole::Stats LumosTrainRole::stats() const {
+  Stats s = stats_;
+  if (link_ == nullptr) return s;
+  const secagg::AggregationLink::Stats& l = link_->stats();
+  s.messages_sent += l.sealed_sent;
+  s.messages_received += l.opened;
+  s.rejected += l.rejected + l.duplicates;
+  s.key_failures += l.key_failures;
+  s.bytes_up += l.bytes_up;
+  s.held_dropped = l.held_dropped;
+  return s;
+}
+
+Status LumosTrainRole::SendKeyRequests(device::DeviceSession& session) {
+  while (keys_.has_wanted() && session.CanSend()) {
     nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, 1);
-    if (table.FillRequest(&m.body.peer_key_request, max_outstanding) == 0) break;
+    if (keys_.FillRequest(&m.body.peer_key_request, kMaxOutstandingKeyRequests) == 0) break;
     NODEFL_TRY(session.Send(m));
-  }
-  return Status::Ok();
-}
-
-// Whatever the client has to send: records to the server in this epoch's
-// round, peer messages sealed with that peer's job keys (a peer that could
-// not be keyed gets none: the client leaves if fewer than its threshold
-// remain).
-Status LumosTrainRole::DrainAggregation(device::DeviceSession& session) {
-  if (client_ == nullptr) return Status::Ok();
-  secagg::AggregationClient::Outgoing out;
-  while (session.CanSend() && client_->Peek(&out)) {
-    if (!out.to_peer) {
-      nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_data_tag, job_id_, epoch_round_);
-      m.body.job_data.kind = out.kind;
-      NODEFL_TRY(protocol::SetBytes(&m.body.job_data.data, out.bytes));
-      NODEFL_TRY(session.Send(m));
-      stats_.bytes_up += out.bytes.size();
-      client_->Advance();
-      continue;
-    }
-    roles::KeyedPeer* k = KeysOf(out.peer);
-    if (k == nullptr || k->state == roles::PeerKeyState::kFailed) {
-      client_->SkipPeer();
-      continue;
-    }
-    if (k->state != roles::PeerKeyState::kReady) break;  // its key is on its way
-    if (!SealAndRelay(out.peer, *k, out.bytes, session).ok()) {
-      client_->SkipPeer();
-      continue;
-    }
-    client_->Advance();
   }
   return Status::Ok();
 }
@@ -520,21 +437,22 @@ Status LumosTrainRole::UploadSecure(device::DeviceSession& session) {
   NODEFL_TRY(UploadScores(session));
   if (scores_cursor_ < score_count_) return Status::Ok();
   using State = secagg::AggregationClient::State;
-  if (epoch_aggregation_ == 0 || client_->aggregation() != epoch_aggregation_) return Status::Ok();  // on its way
+  secagg::AggregationClient& client = link_->client();
+  if (epoch_aggregation_ == 0 || client.aggregation() != epoch_aggregation_) return Status::Ok();  // on its way
   Status outcome = Status::Ok();
   if (!secure_input_set_) {
     secure_input_set_ = true;
     outcome = EncodeSecureInput();
-    if (outcome.ok()) outcome = client_->SetInput(Span<const uint32_t>(secure_input_.data(), secure_input_.size()));
+    if (outcome.ok()) outcome = client.SetInput(Span<const uint32_t>(secure_input_.data(), secure_input_.size()));
   }
-  NODEFL_TRY(DrainAggregation(session));
-  const State s = client_->state();
+  NODEFL_TRY(PumpAggregation(session));
+  const State s = client.state();
   const bool uploaded = s == State::kAwaitReveal || s == State::kRevealing || s == State::kDone;
   const bool ended = s == State::kAborted || s == State::kRefused;
   // CanSend after the drain: whatever the client had due (a refusal too)
   // went out before the report.
   if (!session.CanSend() || (outcome.ok() && !uploaded && !ended)) return Status::Ok();
-  if (outcome.ok() && !uploaded) outcome = s == State::kRefused ? client_->refusal() : Status::Aborted();
+  if (outcome.ok() && !uploaded) outcome = s == State::kRefused ? client.refusal() : Status::Aborted();
   NODEFL_TRY(Report(session, epoch_round_, outcome));
   if (uploaded) {
     ++stats_.epochs;
@@ -546,9 +464,8 @@ Status LumosTrainRole::UploadSecure(device::DeviceSession& session) {
 
 void LumosTrainRole::EndJobKeys() {
   keys_.EndJob();
-  mask_keys_.EndJob();
+  if (link_ != nullptr) link_->EndJob();
   job_key_.End();
-  if (client_ != nullptr) client_->Reset();
 }
 
 // k-ary randomised response, once per job (strict); the raw label in paper
@@ -579,7 +496,7 @@ Status LumosTrainRole::ReleaseLabel() {
 void LumosTrainRole::HandleCertificate(const nodefl_wire_PeerCertificate& certificate) {
   roles::KeyedPeer* k = keys_.OnCertificate(certificate);
   if (k == nullptr) {
-    HandleMaskPeerCertificate(certificate);  // an answer about a mask peer, or nobody's
+    if (link_ != nullptr) (void)link_->OnCertificate(certificate);  // an answer about a mask peer, or nobody's
     return;
   }
   ++keys_settled_;
@@ -666,7 +583,7 @@ void LumosTrainRole::StartEpoch(const TrainParameters& p, uint32_t round) {
   epoch_train_ = p.train;
   // The codes come with every epoch (the server sizes them for the devices
   // it asks); the setup said whether this job sums securely at all.
-  secure_epoch_ = p.train && p.secure_sum && params_.secure_sum && client_ != nullptr;
+  secure_epoch_ = p.train && p.secure_sum && params_.secure_sum && link_ != nullptr;
   secure_clip_ = p.secure_clip;
   secure_scale_log2_ = p.secure_scale_log2;
   secure_loss_scale_log2_ = p.secure_loss_scale_log2;
@@ -890,7 +807,11 @@ void LumosTrainRole::HandleDelivery(const nodefl_wire_Envelope& message) {
   TrainPeer* peer = FindPeer(d.src);
   roles::KeyedPeer* k = keys_.Find(d.src);
   if (peer == nullptr || k == nullptr) {
-    HandleMaskPeerDelivery(d.src, sealed);
+    if (link_ != nullptr) {
+      link_->OnDelivery(d);  // a mask peer's
+    } else {
+      ++stats_.rejected;  // not a neighbour or partner, and no aggregation to be a mask peer of
+    }
     return;
   }
   if (k->state != roles::PeerKeyState::kReady) {
@@ -920,12 +841,11 @@ void LumosTrainRole::OpenRelayed(uint32_t src, roles::KeyedPeer& k, ConstByteSpa
   // The aggregation's peer messages carry their own tag, which no
   // TrainMessageType uses; only neighbours and partners send the rest.
   if (plaintext[0] == secagg::kAggPeerMessageTag) {
-    if (client_ == nullptr) {
+    if (link_ == nullptr) {
       ++stats_.rejected;
       return;
     }
-    ++stats_.messages_received;
-    (void)client_->OnPeerMessage(src, plaintext);  // the client counts what it refuses
+    link_->OnPeerPlaintext(src, plaintext);  // counted by the link
     return;
   }
   TrainPeer* peer = FindPeer(src);
@@ -1196,16 +1116,17 @@ Status LumosTrainRole::Report(device::DeviceSession& session, uint32_t round, St
   r.kind = nodefl_wire_JobKind_JOB_KIND_LUMOS_TRAIN;
   r.code = static_cast<uint32_t>(outcome.code());
   r.expected = expected_embeddings_;
-  r.sent = stats_.messages_sent;
-  r.received = stats_.messages_received;
-  r.rejected = stats_.rejected;
-  r.duplicates = stats_.stale;
+  const Stats totals = stats();
+  r.sent = totals.messages_sent;
+  r.received = totals.messages_received;
+  r.rejected = totals.rejected;
+  r.duplicates = totals.stale;
   return session.Send(m);
 }
 
 void LumosTrainRole::OnSessionRestart(bool) {
   keys_.OnRestart();
-  mask_keys_.OnRestart();
+  if (link_ != nullptr) link_->OnRestart();
   if (phase_ != Phase::kIdle && phase_ != Phase::kDone) job_key_.OnSessionRestart();
   report_.OnSessionRestart();
 }
@@ -1217,14 +1138,9 @@ Status LumosTrainRole::OnPoll(uint64_t, device::DeviceSession& session) {
   // Keys: our job key first, then the neighbours'.
   NODEFL_TRY(job_key_.SendIfDue(session, 1));
   if (!job_key_.due()) {
-    NODEFL_TRY(SendKeyRequests(keys_, kMaxOutstandingKeyRequests, session));
-    // Mask peers share the bound on requests in flight.
-    const uint32_t in_flight = keys_.outstanding();
-    if (in_flight < kMaxOutstandingKeyRequests) {
-      NODEFL_TRY(SendKeyRequests(mask_keys_, kMaxOutstandingKeyRequests - in_flight, session));
-    }
-    // Reveals come after this device's epoch is over: drain in any phase.
-    NODEFL_TRY(DrainAggregation(session));
+    NODEFL_TRY(SendKeyRequests(session));
+    // Reveals come after this device's epoch is over: pump in any phase.
+    NODEFL_TRY(PumpAggregation(session));
   }
   // Link task: the partners are known once the assignment (sent after
   // them) is in.
@@ -1304,11 +1220,12 @@ Status LumosTrainRole::OnPoll(uint64_t, device::DeviceSession& session) {
       s.workload = workload_;
       s.keepers = keepers_;
       s.epochs = stats_.epochs;
-      s.messages_sent = stats_.messages_sent;
-      s.messages_received = stats_.messages_received;
-      s.rejected = stats_.rejected;
-      s.stale = stats_.stale;
-      s.key_failures = stats_.key_failures;
+      const Stats totals = stats();
+      s.messages_sent = totals.messages_sent;
+      s.messages_received = totals.messages_received;
+      s.rejected = totals.rejected;
+      s.stale = totals.stale;
+      s.key_failures = totals.key_failures;
       s.epsilon_all_receivers = feature_cost_.all_receivers;
       s.epsilon_per_receiver = feature_cost_.per_receiver;
       nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_job_data_tag, job_id_, report_round_);

@@ -19,7 +19,7 @@ AggregationLink::AggregationLink(uint32_t own_id, const AggregationLinkMemory& m
 void AggregationLink::StartJob(uint64_t job_id, const seal::JobKeyPair& own_key) {
   job_id_ = job_id;
   own_counter_ = 1;
-  keyed_aggregation_ = input_aggregation_ = 0;
+  keyed_aggregation_ = input_aggregation_ = generation_ = 0;
   stats_ = Stats{};
   client_.Reset();
   keys_.StartJob(own_key, false, [](size_t) { return false; });
@@ -49,7 +49,9 @@ void AggregationLink::OnRecord(uint32_t kind, ConstByteSpan data) {
 void AggregationLink::WantPeerKeys() {
   if (!client_.peers_known() || keyed_aggregation_ == client_.aggregation()) return;
   keyed_aggregation_ = client_.aggregation();
+  ++generation_;
   for (const AggregationPeer& p : client_.peers()) {
+    if (known_ != nullptr && known_->Find(p.id) != nullptr) continue;  // keyed by the role
     roles::KeyedPeer* k = keys_.FindOrAdd(p.id);
     if (k == nullptr) continue;  // no record: Pump skips this peer
     keys_.Touch(k);
@@ -74,6 +76,7 @@ void AggregationLink::OnDelivery(const nodefl_wire_RelayDeliver& delivery) {
     if (h.used) continue;
     h.used = true;
     h.src = delivery.src;
+    h.generation = generation_;
     h.size = static_cast<uint16_t>(sealed.size());
     for (size_t i = 0; i < sealed.size(); ++i) h.sealed[i] = sealed[i];
     if (k != nullptr) ++k->waiting;
@@ -94,20 +97,25 @@ bool AggregationLink::OpenAndHand(uint32_t src, ConstByteSpan sealed) {
     ++stats_.duplicates;
     return false;
   }
-  ++stats_.opened;
-  (void)client_.OnPeerMessage(src, ConstByteSpan(plain_, *opened));
+  OnPeerPlaintext(src, ConstByteSpan(plain_, *opened));
   return true;
+}
+
+void AggregationLink::OnPeerPlaintext(uint32_t src, ConstByteSpan plaintext) {
+  ++stats_.opened;
+  (void)client_.OnPeerMessage(src, plaintext);  // the client counts what it refuses
 }
 
 void AggregationLink::RetryHeld() {
   for (HeldMessage& h : memory_.held) {
     if (!h.used) continue;
     roles::KeyedPeer* k = keys_.Find(h.src);
-    if (k == nullptr) continue;
-    const bool ready = k->state == roles::PeerKeyState::kReady;
-    if (!ready && k->state != roles::PeerKeyState::kFailed) continue;
+    const bool ready = k != nullptr && k->state == roles::PeerKeyState::kReady;
+    const bool failed = k != nullptr && k->state == roles::PeerKeyState::kFailed;
+    const bool stale = k == nullptr && h.generation + 1 < generation_;
+    if (!ready && !failed && !stale) continue;
     h.used = false;
-    if (k->waiting > 0) --k->waiting;
+    if (k != nullptr && k->waiting > 0) --k->waiting;
     if (ready) {
       (void)OpenAndHand(h.src, ConstByteSpan(h.sealed, h.size));
     } else {
@@ -129,10 +137,15 @@ void AggregationLink::SetInputIfDue() {
   if (filled.ok()) (void)client_.SetInput(Span<const uint32_t>(in.data(), in.size()));
 }
 
-Status AggregationLink::Pump(device::DeviceSession& session, uint32_t round) {
-  while (keys_.has_wanted() && session.CanSend()) {
+roles::KeyedPeer* AggregationLink::SendKeysOf(uint32_t id) {
+  roles::KeyedPeer* k = known_ != nullptr ? known_->Find(id) : nullptr;
+  return k != nullptr ? k : keys_.Find(id);
+}
+
+Status AggregationLink::Pump(device::DeviceSession& session, uint32_t round, uint32_t max_outstanding) {
+  while (keys_.has_wanted() && session.CanSend() && keys_.outstanding() < max_outstanding) {
     nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, round);
-    if (keys_.FillRequest(&m.body.peer_key_request, NODEFL_MAX_OUTSTANDING_KEY_REQUESTS) == 0) break;
+    if (keys_.FillRequest(&m.body.peer_key_request, max_outstanding) == 0) break;
     NODEFL_TRY(session.Send(m));
   }
   SetInputIfDue();
@@ -143,10 +156,11 @@ Status AggregationLink::Pump(device::DeviceSession& session, uint32_t round) {
       m.body.job_data.kind = out.kind;
       NODEFL_TRY(protocol::SetBytes(&m.body.job_data.data, out.bytes));
       NODEFL_TRY(session.Send(m));
+      stats_.bytes_up += out.bytes.size();
       client_.Advance();
       continue;
     }
-    roles::KeyedPeer* k = keys_.Find(out.peer);
+    roles::KeyedPeer* k = SendKeysOf(out.peer);
     if (k == nullptr || k->state == roles::PeerKeyState::kFailed) {
       client_.SkipPeer();
       continue;

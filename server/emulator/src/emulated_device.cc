@@ -251,7 +251,7 @@ Status EmulatedDevice::Init() {
       memory.shares = Span<secagg::Share>(train_agg_shares_);
       memory.points = Span<uint64_t>(train_agg_points_);
       memory.keys = Span<roles::KeyedPeer>(train_agg_keys_);
-      memory.held = Span<lumos::HeldAggregationMessage>(train_agg_held_);
+      memory.held = Span<secagg::HeldMessage>(train_agg_held_);
       // The TLS DRBG, as the secure-aggregate role's client: round keys and
       // shares are key material, not noise.
       train_role_->SetSecureSumMemory(memory, drbg_);

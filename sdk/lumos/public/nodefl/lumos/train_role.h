@@ -28,13 +28,13 @@
 // Secure sum (TrainParameters::secure_sum, the server's lumos_secure_sum;
 // train_format.h): in a training epoch the device's gradient contribution
 // and the metrics the server needs as sums go into the epoch's secure
-// aggregation (an AggregationClient, secagg/aggregation_client.h, embedded
-// as secagg/aggregate_role.h does) instead of kTrainGradient and
+// aggregation (through a secagg::AggregationLink, aggregation_link.h, as
+// secagg/aggregate_role.h does) instead of kTrainGradient and
 // kTrainMetrics records: the server then learns the sums over the devices,
-// not a device's gradient, loss, split's label or prediction. Mask peers
-// that are not neighbours or partners are keyed on demand in their own
-// cache (a second PeerKeyTable), and their messages wait in held slots
-// until then; every seal shares the job's one counter. What the server
+// not a device's gradient, loss, split's label or prediction. The link
+// seals to neighbours and partners with the role's keys and keys other
+// mask peers on demand in its own cache, their messages waiting in held
+// slots until then; every seal shares the job's one counter. What the server
 // still learns per device: the evaluation epoch's metrics (as without
 // secure sum), the link task's binned scores, the summary, and who took
 // part in each aggregation.
@@ -63,6 +63,7 @@
 #include "nodefl/roles/report_repeater.h"
 #include "nodefl/seal/seal.h"
 #include "nodefl/secagg/aggregation_client.h"
+#include "nodefl/secagg/aggregation_link.h"
 #include "nodefl/tls/credentials.h"
 
 namespace nodefl::lumos {
@@ -104,16 +105,6 @@ struct TrainPeer {
   bool gradient_received = false;  // our leaf's gradient (we keep it)
 };
 
-// Secure sum: a relayed aggregation message from a mask peer that is not
-// keyed yet (its record comes with the aggregation's peer list).
-struct HeldAggregationMessage {
-  uint32_t src = 0;
-  uint32_t epoch = 0;  // when it came: slots older than the previous epoch are freed
-  uint16_t size = 0;
-  bool used = false;
-  uint8_t sealed[secagg::kAggPeerMessageBytes + seal::kSealOverheadBytes] = {};
-};
-
 // Secure sum's caller memory, sized for the most mask peers an aggregation
 // may give the device (the server's lumos_secure_peers, about 2 log2 n,
 // and a few more: its random graph tops devices up): the client's records
@@ -125,7 +116,7 @@ struct TrainSecureSumMemory {
   Span<secagg::Share> shares;  // 2 per peer
   Span<uint64_t> points;       // 1 per peer
   Span<roles::KeyedPeer> keys;
-  Span<HeldAggregationMessage> held;
+  Span<secagg::HeldMessage> held;
 };
 
 // Privacy ledger phase ids of this job.
@@ -161,6 +152,7 @@ class LumosTrainRole final : public device::Role {
     uint64_t clipped = 0;         // gradient values clipped to the job's clip
     uint32_t held_dropped = 0;    // aggregation messages with no held slot free
   };
+  // The job's counts, the aggregation link's included.
 
   // `peers[i].id` and `keys[i].id`: the neighbours, ascending, the same in
   // both. `memory`: the job buffer. `random` draws keys, dropout, the
@@ -194,7 +186,7 @@ class LumosTrainRole final : public device::Role {
   Status Init();
   void SetPairKeySource(const seal::PairKeySource& source) {
     keys_.SetPairKeySource(source);
-    mask_keys_.SetPairKeySource(source);
+    pair_source_ = source;  // a copy: the link that takes it is built per job
   }
   // The device's own data: features in [0, 1] (binary in the shared
   // datasets; d must match the job's), and its label (-1: none). The
@@ -210,7 +202,7 @@ class LumosTrainRole final : public device::Role {
   void OnSessionRestart(bool resumed) override;
 
   bool finished() const { return phase_ == Phase::kDone; }
-  const Stats& stats() const { return stats_; }
+  Stats stats() const;
   uint32_t workload() const { return workload_; }
   uint32_t keepers() const { return keepers_; }
   uint32_t partners() const { return partners_used_; }
@@ -219,7 +211,7 @@ class LumosTrainRole final : public device::Role {
   const OneBitCost& feature_cost() const { return feature_cost_; }
   const TreeTrainer<float>& trainer() const { return trainer_; }
   // Secure sum: the aggregation client of the job (nullptr without one).
-  const secagg::AggregationClient* aggregation_client() const { return client_; }
+  const secagg::AggregationClient* aggregation_client() const { return link_ != nullptr ? &link_->client() : nullptr; }
 
  private:
   enum class Phase : uint8_t { kIdle, kKeys, kNotices, kFeatures, kSetupReported, kEpoch, kReporting, kDone };
@@ -249,16 +241,11 @@ class LumosTrainRole final : public device::Role {
   void OnPeerMessage(TrainPeer& peer, ConstByteSpan plaintext);
   // Secure sum.
   bool SecureSumMemoryFits(const TrainParameters& p) const;
-  void StartAggregationClient();
-  void DestroyAggregationClient();
+  void StartAggregationLink();
+  void DestroyAggregationLink();
   void OnAggregationRecord(uint32_t kind, ConstByteSpan bytes, uint32_t round);
-  void WantMaskPeerKeys();
-  roles::KeyedPeer* KeysOf(uint32_t id);
-  void HandleMaskPeerCertificate(const nodefl_wire_PeerCertificate& certificate);
-  void HandleMaskPeerDelivery(uint32_t src, ConstByteSpan sealed);
-  void RetryHeldAggregationMessages();
-  Status SendKeyRequests(roles::PeerKeyTable& table, uint32_t max_outstanding, device::DeviceSession& session);
-  Status DrainAggregation(device::DeviceSession& session);
+  Status PumpAggregation(device::DeviceSession& session);
+  Status SendKeyRequests(device::DeviceSession& session);
   Status EncodeSecureInput();
   Status UploadSecure(device::DeviceSession& session);
   void EndJobKeys();
@@ -350,19 +337,18 @@ class LumosTrainRole final : public device::Role {
   roles::ReportRepeater report_;
   uint32_t scratch_words_[seal::kMaxSealPlaintextBytes / 4] = {};
   uint8_t* const plain_ = reinterpret_cast<uint8_t*>(scratch_words_);
-  // Secure sum. The client is built in place for each job that asks for
-  // it (its memory includes the job's input vector).
+  // Secure sum. The link is built in place for each job that asks for it
+  // (its memory includes the job's input vector).
   TrainSecureSumMemory secure_memory_;
   Drbg* secure_random_ = nullptr;
-  roles::PeerKeyTable mask_keys_;  // mask peers that are neither neighbours nor partners
-  alignas(secagg::AggregationClient) unsigned char client_storage_[sizeof(secagg::AggregationClient)] = {};
-  secagg::AggregationClient* client_ = nullptr;
+  seal::PairKeySource pair_source_;  // the default: verify the certificate and derive
+  alignas(secagg::AggregationLink) unsigned char link_storage_[sizeof(secagg::AggregationLink)] = {};
+  secagg::AggregationLink* link_ = nullptr;
   Span<uint32_t> secure_input_;  // job memory: TrainSecureLength(parameters) words
   bool secure_epoch_ = false;    // the current epoch sums through the aggregation
   float secure_clip_ = 0.0f;     // the current epoch's codes (train_format.h)
   int8_t secure_scale_log2_ = 0;
   int8_t secure_loss_scale_log2_ = 0;
-  uint32_t keyed_aggregation_ = 0;  // the aggregation whose mask peers were keyed
   uint32_t epoch_aggregation_ = 0;  // the aggregation started in this epoch's round (0: not yet)
   bool secure_input_set_ = false;
   Stats stats_;

@@ -19,6 +19,13 @@
 //     this device then waits for it until the step's deadline;
 //   - the input comes from an InputFunction when an aggregation wants it.
 //
+// Keys the role holds itself. A role that keys some peers for its own
+// messages (its graph neighbours) lends that table (SetKnownKeys): a mask
+// peer found there is sealed to with those keys and never asked for again.
+// That peer's relayed messages reach the role, which opens them (one replay
+// window per key) and hands an aggregation message's plaintext to
+// OnPeerPlaintext.
+//
 // Counters. Seal() needs a counter that never repeats under one pair's job
 // keys. A role that also seals its own messages to the same peers (a tree
 // neighbour can be a mask peer) must give the link its own device-wide
@@ -35,6 +42,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "nodefl/config.h"
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
 #include "nodefl/device/device_session.h"
@@ -52,6 +60,10 @@ namespace nodefl::secagg {
 // A relayed message whose sender is not keyed yet.
 struct HeldMessage {
   uint32_t src = 0;
+  // The link's aggregation count when it came. A message may come one
+  // aggregation ahead of its receiver (a faster peer); one whose sender is
+  // still nobody to the link an aggregation later is dropped.
+  uint32_t generation = 0;
   uint16_t size = 0;
   bool used = false;
   uint8_t sealed[kAggPeerMessageBytes + seal::kSealOverheadBytes] = {};
@@ -78,6 +90,7 @@ class AggregationLink {
     uint32_t duplicates = 0;    // relayed messages refused by the replay window
     uint32_t sealed_sent = 0;
     uint32_t opened = 0;
+    uint64_t bytes_up = 0;  // record bytes sent to the server
   };
 
   AggregationLink(uint32_t own_id, const AggregationLinkMemory& memory, const tls::TlsCredentials& credentials,
@@ -87,6 +100,8 @@ class AggregationLink {
   void SetPairKeySource(const seal::PairKeySource& source) { keys_.SetPairKeySource(source); }
   // The role's device-wide seal counter (see above); nullptr: the link's own.
   void set_counter(uint64_t* counter) { counter_ = counter != nullptr ? counter : &own_counter_; }
+  // The role's own key table (see above); nullptr: none.
+  void SetKnownKeys(roles::PeerKeyTable* known) { known_ = known; }
   void SetInputFunction(InputFunction fn, void* context) {
     input_ = fn;
     input_context_ = context;
@@ -104,14 +119,19 @@ class AggregationLink {
   // A relayed message from a peer the link keys (or may key soon); the
   // role passes deliveries it does not take itself.
   void OnDelivery(const nodefl_wire_RelayDeliver& delivery);
+  // An aggregation message the role opened with its own keys (see above).
+  void OnPeerPlaintext(uint32_t src, ConstByteSpan plaintext);
   // A JobData record with IsAggregationKind(kind).
   void OnRecord(uint32_t kind, ConstByteSpan data);
   // The connection broke: key requests in flight are asked again.
   void OnRestart() { keys_.OnRestart(); }
 
-  // Key requests, the input when due, the client's records and sealed
-  // messages, while the session has room. `round` goes into envelopes.
-  [[nodiscard]] Status Pump(device::DeviceSession& session, uint32_t round);
+  // Key requests (at most `max_outstanding` in flight: a role that asks
+  // for keys itself gives the link what its own requests leave), the input
+  // when due, the client's records and sealed messages, while the session
+  // has room. `round` goes into envelopes.
+  [[nodiscard]] Status Pump(device::DeviceSession& session, uint32_t round,
+                            uint32_t max_outstanding = NODEFL_MAX_OUTSTANDING_KEY_REQUESTS);
 
   const AggregationClient& client() const { return client_; }
   AggregationClient& client() { return client_; }
@@ -119,6 +139,8 @@ class AggregationLink {
 
  private:
   bool OpenAndHand(uint32_t src, ConstByteSpan sealed);
+  // The keys to seal to `id` with: the role's, else the link's; nullptr if neither has a record.
+  roles::KeyedPeer* SendKeysOf(uint32_t id);
   void RetryHeld();
   void WantPeerKeys();
   void SetInputIfDue();
@@ -132,6 +154,8 @@ class AggregationLink {
   uint64_t job_id_ = 0;
   uint64_t own_counter_ = 1;
   uint64_t* counter_ = &own_counter_;
+  roles::PeerKeyTable* known_ = nullptr;
+  uint32_t generation_ = 0;         // aggregations whose peers were asked for, this job
   uint32_t keyed_aggregation_ = 0;  // the aggregation whose peers were asked for
   uint32_t input_aggregation_ = 0;  // the aggregation whose input was set
   Stats stats_;

@@ -339,7 +339,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   std::vector<secagg::Share> train_agg_shares_;
   std::vector<uint64_t> train_agg_points_;
   std::vector<roles::KeyedPeer> train_agg_keys_;
-  std::vector<lumos::HeldAggregationMessage> train_agg_held_;
+  std::vector<secagg::HeldMessage> train_agg_held_;
   std::unique_ptr<lumos::LumosTrainRole> train_role_;
   bool train_bound_ = false;
   uint32_t train_epochs_reported_ = 0;
