@@ -7,12 +7,16 @@
 #   host     build/host: Ninja, RelWithDebInfo, -DNODEFL_WERROR=ON; builds
 #            everything and runs all tests with ctest
 #   aarch64  build/aarch64: SDK + its unit tests cross-built with
-#            toolchains/aarch64-linux-gnu.cmake, tests run under qemu-aarch64
+#            toolchains/aarch64-linux-gnu.cmake (without debug information),
+#            tests run under qemu-aarch64: a representative subset, the
+#            exhaustive and statistical cases running once, on the host
+#            (SLOW / HOST_ONLY in tests/cmake/nodefl_discover_tests.cmake)
 #   armhf    build/armhf: same with toolchains/arm-linux-gnueabihf.cmake under
 #            qemu-arm; if qemu-arm cannot run a test binary at all on this
 #            machine the stage is reported as BUILT ONLY (not a failure)
 # A failing stage does not stop the later ones; the script exits non-zero if
-# any stage failed, after printing one summary line per stage.
+# any stage failed, after printing one summary line per stage (with its
+# build and test times) and the ten slowest tests of the run.
 #
 # Options:
 #   --host-only   skip the cross stages (and their packages)
@@ -78,13 +82,20 @@ configure() {
         -DNODEFL_WERROR=ON "$@"
 }
 
+# build DIR: sets build_s to the seconds it took.
+build_s=0
 build() {
+  local t0=$SECONDS
   note "cmake --build $1 -j $JOBS"
-  cmake --build "$1" -j "$JOBS"
+  cmake --build "$1" -j "$JOBS" || return 1
+  build_s=$((SECONDS - t0))
 }
 
 # run_ctest DIR: all tests, output of failures shown, log kept in DIR/ctest.log
+# (and listed in ctest_logs, for the slowest tests at the end)
+ctest_logs=()
 run_ctest() {
+  ctest_logs+=("$1/ctest.log")
   note "ctest --test-dir $1 --output-on-failure -j $JOBS --timeout $TEST_TIMEOUT"
   ctest --test-dir "$1" --output-on-failure -j "$JOBS" --timeout "$TEST_TIMEOUT" 2>&1 \
     | tee "$1/ctest.log"
@@ -128,7 +139,7 @@ stage_host() {
     return
   fi
   if configure "$dir" && build "$dir" && run_ctest "$dir"; then
-    record host PASS $((SECONDS - t0)) "$(ctest_result "$dir/ctest.log")"
+    record host PASS $((SECONDS - t0)) "$(ctest_result "$dir/ctest.log") (build ${build_s}s)"
   else
     local r
     r=$(ctest_result "$dir/ctest.log" 2>/dev/null)
@@ -146,7 +157,10 @@ stage_cross() {
     return
   fi
   rm -f "$dir/ctest.log"
+  # No debug information: nobody debugs these binaries here, and it takes
+  # a third of the compile time.
   if ! configure "$dir" -DNODEFL_SDK_ONLY=ON -DCMAKE_TOOLCHAIN_FILE="$ROOT/$toolchain" \
+       -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
      || ! build "$dir"; then
     record "$name" FAIL $((SECONDS - t0)) "configure/build failed"
     return
@@ -178,7 +192,7 @@ stage_cross() {
     fi
   fi
   if run_ctest "$dir"; then
-    record "$name" PASS $((SECONDS - t0)) "$(ctest_result "$dir/ctest.log") (under $qemu)"
+    record "$name" PASS $((SECONDS - t0)) "$(ctest_result "$dir/ctest.log") (under $qemu; build ${build_s}s)"
   else
     local r
     r=$(ctest_result "$dir/ctest.log" 2>/dev/null)
@@ -202,6 +216,16 @@ fi
 
 header "summary (total $((SECONDS - t_start))s)"
 printf '%s\n' "${summary[@]}"
+# The ten slowest tests of the run, from each stage's ctest log.
+slowest=$(for log in "${ctest_logs[@]}"; do
+            [[ -f $log ]] || continue
+            stage=$(basename "$(dirname "$log")")
+            sed -nE "s/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec\$/\2 $stage \1/p" "$log"
+          done | sort -rn | head -n 10)
+if [[ -n $slowest ]]; then
+  printf '\nslowest tests (seconds, stage, test):\n'
+  printf '%s\n' "$slowest" | awk '{ printf "  %8.1f  %-8s %s\n", $1, $2, $3 }'
+fi
 if ((failed)); then
   printf '\nRESULT: FAILED\n'
   exit 1

@@ -1,5 +1,6 @@
 # nodefl_discover_tests(target KIND <unit|integration> AREA <sdk|host>
-#                       [SLOW gtest-filter] [TIMEOUT seconds] [PRE_TEST])
+#                       [SLOW gtest-filter] [HOST_ONLY gtest-filter]
+#                       [TIMEOUT seconds] [PRE_TEST])
 #
 # Registers a GoogleTest binary's tests with CTest, each with exactly one of
 # the labels unit / integration / slow (tests/README.md says what they mean
@@ -8,13 +9,18 @@
 # instead of KIND. PRE_TEST lists the tests when CTest runs (a cross build
 # lists them through the emulator).
 #
+# A cross build registers a representative subset: neither the SLOW cases
+# nor those matching HOST_ONLY (exhaustive sweeps and statistical checks of
+# arithmetic that is the same on every target, minutes under qemu); the
+# host build runs them all, once.
+#
 # Labels are set by a small CTest include file rather than through
 # gtest_discover_tests(PROPERTIES): CMake 3.25 writes a list-valued property
 # there as separate arguments, so "unit;host" would not survive.
 # NO_PRETTY_VALUES: CTest names a test exactly as GoogleTest does (by the
 # suite's name generator) instead of appending the printed parameter.
 function(nodefl_discover_tests target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "PRE_TEST" "KIND;AREA;SLOW;TIMEOUT" "")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "PRE_TEST" "KIND;AREA;SLOW;HOST_ONLY;TIMEOUT" "")
   if(NOT arg_KIND MATCHES "^(unit|integration)$" OR NOT arg_AREA MATCHES "^(sdk|host)$")
     message(FATAL_ERROR "nodefl_discover_tests(${target}): KIND unit|integration and AREA sdk|host are required")
   endif()
@@ -26,7 +32,16 @@ function(nodefl_discover_tests target)
     list(APPEND common PROPERTIES TIMEOUT ${arg_TIMEOUT})
   endif()
   set(labels ${CMAKE_CURRENT_BINARY_DIR}/${target}_labels.cmake)
-  if(arg_SLOW)
+  if(CMAKE_CROSSCOMPILING AND (arg_SLOW OR arg_HOST_ONLY))
+    set(skipped ${arg_SLOW})
+    if(arg_HOST_ONLY)
+      if(skipped)
+        string(APPEND skipped ":")
+      endif()
+      string(APPEND skipped ${arg_HOST_ONLY})
+    endif()
+    gtest_discover_tests(${target} TEST_LIST ${target}_main TEST_FILTER "-${skipped}" ${common})
+  elseif(arg_SLOW)
     gtest_discover_tests(${target} TEST_LIST ${target}_main TEST_FILTER "-${arg_SLOW}" ${common})
     gtest_discover_tests(${target} TEST_LIST ${target}_slow TEST_FILTER "${arg_SLOW}" ${common})
   else()
