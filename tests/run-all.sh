@@ -221,7 +221,7 @@ slowest=$(for log in "${ctest_logs[@]}"; do
             [[ -f $log ]] || continue
             stage=$(basename "$(dirname "$log")")
             sed -nE "s/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec\$/\2 $stage \1/p" "$log"
-          done | sort -rn | head -n 10)
+          done | sort -rn | awk 'NR <= 10')  # not head: sort would die of SIGPIPE under pipefail
 if [[ -n $slowest ]]; then
   printf '\nslowest tests (seconds, stage, test):\n'
   printf '%s\n' "$slowest" | awk '{ printf "  %8.1f  %-8s %s\n", $1, $2, $3 }'
