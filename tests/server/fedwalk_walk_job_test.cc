@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
@@ -232,6 +233,94 @@ TEST(FedWalkWalkJobTest, TimeoutsAndOfflineDevicesLoseWalksWithAReason) {
   EXPECT_EQ(s.lost_deadline, 2u);
   EXPECT_EQ(s.reissued, 2u);
   EXPECT_EQ(s.completed + s.dead_ends + s.lost, s.walk_slots);
+}
+
+// A walk a device lost without a word (every relayed message delivered, no
+// result) is given up once it is `stall_factor` times older than the recent
+// walks' 99th-percentile latency, not at walk_timeout_ms: the job's tail
+// does not idle for half an hour. 100 walks, 99 back after `latency`, one
+// never: it is lost as stalled between 8 x latency and 8 x latency + one
+// poll, re-issued, and its late result is not used.
+void ExpectStallAfter(uint64_t latency_us) {
+  FedWalkWalkOptions o = Options();
+  o.vertex_count = 10;
+  o.walks_per_vertex = 10;
+  o.max_in_flight = 100;
+  o.walk_timeout_ms = 1'800'000;
+  o.stall_factor = 8;
+  o.stall_floor_ms = 1000;
+  FedWalkWalkJob job(o, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  (void)job.Begin(0);
+  for (uint32_t d = 0; d < 10; ++d) job.OnReport(d, 1, Report(), 0);
+  const std::vector<Issued> issued = Starts(job.TakeData());
+  ASSERT_EQ(issued.size(), 100u);
+  for (size_t i = 1; i < issued.size(); ++i) {
+    job.OnUpload(issued[i].device, 2, kResult,
+                 ResultRecord(issued[i].walk_id, fw::WalkOutcome::kComplete, 3, {1, 2, 3, 4}), latency_us);
+  }
+  const uint64_t window_us = std::max<uint64_t>(8 * latency_us, 1'000'000);
+  job.Poll(window_us);  // exactly the window: not yet
+  EXPECT_EQ(job.summary().lost_stalled, 0u);
+  EXPECT_TRUE(job.TakeData().empty());
+  job.Poll(window_us + 1);
+  const WalkSummary& s = job.summary();
+  EXPECT_EQ(s.lost_stalled, 1u);
+  EXPECT_EQ(s.lost_deadline, 0u);
+  EXPECT_EQ(s.reissued, 1u);
+  EXPECT_DOUBLE_EQ(s.stall_window_s, static_cast<double>(window_us) / 1e6);
+  const std::vector<Issued> again = Starts(job.TakeData());
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].device, issued[0].device);
+  // The first attempt's result, late: counted, not used.
+  job.OnUpload(issued[0].device, 2, kResult, ResultRecord(issued[0].walk_id, fw::WalkOutcome::kComplete, 3, {1, 2, 3, 4}),
+               window_us + 2);
+  EXPECT_EQ(job.summary().late_results, 1u);
+  EXPECT_EQ(job.summary().completed, 99u);
+  job.OnUpload(again[0].device, 2, kResult, ResultRecord(again[0].walk_id, fw::WalkOutcome::kComplete, 3, {1, 2, 3, 4}),
+               window_us + 3);
+  EXPECT_EQ(job.summary().completed, 100u);
+  EXPECT_EQ(job.summary().lost, 0u);
+}
+
+TEST(FedWalkWalkJobTest, AWalkWithoutAResultIsLostAfterTheRecentLatenciesNotTheTimeout) {
+  ExpectStallAfter(50'000);     // 8 x 50 ms is under the 1 s floor: the floor
+  ExpectStallAfter(5'000'000);  // a slow fleet: 40 s, and nothing is cut before
+}
+
+TEST(FedWalkWalkJobTest, WithTooFewCompletedWalksOnlyTheTimeoutApplies) {
+  FedWalkWalkOptions o = Options();
+  o.walks_per_vertex = 1;
+  o.max_in_flight = 100;
+  o.walk_timeout_ms = 60'000;
+  o.stall_floor_ms = 1000;
+  FedWalkWalkJob job(o, {0, 1, 2});
+  (void)job.Begin(0);
+  for (uint32_t d = 0; d < 3; ++d) job.OnReport(d, 1, Report(), 0);
+  const std::vector<Issued> issued = Starts(job.TakeData());
+  ASSERT_EQ(issued.size(), 3u);
+  job.OnUpload(issued[0].device, 2, kResult,
+               ResultRecord(issued[0].walk_id, fw::WalkOutcome::kComplete, 3, {1, 2, 3, 4}), 1000);
+  job.Poll(59'000'000);
+  EXPECT_EQ(job.summary().lost_stalled + job.summary().lost_deadline, 0u);
+  job.Poll(60'000'001);
+  EXPECT_EQ(job.summary().lost_stalled, 0u);
+  EXPECT_EQ(job.summary().lost_deadline, 2u);
+}
+
+TEST(RecentLatenciesTest, TheStallWindowIsAFactorOfTheRecent99thPercentileWithinFloorAndCap) {
+  RecentLatencies r(100, 10);
+  for (uint64_t v = 1; v <= 9; ++v) r.Add(v);
+  EXPECT_EQ(r.StallAfterUs(8, 0, 1'000'000), 0u);  // fewer than 10 samples
+  for (uint64_t v = 10; v <= 100; ++v) r.Add(v);
+  EXPECT_EQ(r.P99Us(), 99u);
+  EXPECT_EQ(r.StallAfterUs(8, 0, 1'000'000), 792u);
+  EXPECT_EQ(r.StallAfterUs(8, 1000, 1'000'000), 1000u);  // the floor
+  EXPECT_EQ(r.StallAfterUs(8, 0, 500), 500u);            // the cap
+  EXPECT_EQ(r.StallAfterUs(0, 0, 1'000'000), 0u);        // off
+  // Only the last 100 count: 100 more of 10,000 replace them all (the
+  // percentile is refreshed every window / 8 additions).
+  for (int i = 0; i < 100; ++i) r.Add(10'000);
+  EXPECT_EQ(r.P99Us(), 10'000u);
 }
 
 TEST(FedWalkWalkJobTest, DroppedStartsAreReissued) {

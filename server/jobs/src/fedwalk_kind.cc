@@ -24,7 +24,7 @@ static_assert(contract::kMaxBins == 16 && contract::kMinBuckets == 2 && contract
                   contract::kMaxWalkLength == 1000 && contract::kMaxClusters == 65535,
               "update the fedwalk keys' help");
 
-constexpr std::array<OptionSpec<C>, 23> kSpecs = {{
+constexpr std::array<OptionSpec<C>, 25> kSpecs = {{
     {"fedwalk_mode", &C::mode, "fedwalk-hct privacy mode: strict (edge-DP uploads) or paper (the paper's exact M_v)"},
     {"fedwalk_bins", &C::bins, "fedwalk-hct bins k (0 = floor(ln |V|), at most 16)"},
     {"fedwalk_buckets", &C::buckets, "fedwalk-hct strict histogram buckets per bin (2..24)"},
@@ -44,6 +44,10 @@ constexpr std::array<OptionSpec<C>, 23> kSpecs = {{
     {"fedwalk_p", &C::p, "fedwalk 2-hop predictor probability p (0..1)"},
     {"fedwalk_walks_in_flight", &C::walks_in_flight, "fedwalk walks in flight at once (0 = 4 per device)"},
     {"fedwalk_walk_timeout_ms", &C::walk_timeout_ms, "fedwalk: a walk without a result by then is lost"},
+    {"fedwalk_walk_stall_factor", &C::walk_stall_factor,
+     "fedwalk: a walk without a result after this many times the recent walks' 99th-percentile latency "
+     "(and at least fedwalk_walk_stall_floor_ms) is lost as stalled and re-issued (0 = off)"},
+    {"fedwalk_walk_stall_floor_ms", &C::walk_stall_floor_ms, "fedwalk: the shortest stall window"},
     {"fedwalk_dim", &C::dim, "fedwalk SkipGram embedding dimension"},
     {"fedwalk_window", &C::window, "fedwalk SkipGram window"},
     {"fedwalk_negative", &C::negative, "fedwalk SkipGram negative samples"},
@@ -181,6 +185,8 @@ std::unique_ptr<Job> MakeWalks(const ServerConfig& config, uint64_t job_id, cons
   options.walks_per_vertex = c.walks_per_vertex;
   options.max_in_flight = c.walks_in_flight;
   options.walk_timeout_ms = c.walk_timeout_ms;
+  options.stall_factor = c.walk_stall_factor;
+  options.stall_floor_ms = c.walk_stall_floor_ms;
   options.round_deadline_ms = config.job_round_deadline_ms;
   options.dim = c.dim;
   options.window = c.window;

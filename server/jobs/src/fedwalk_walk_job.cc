@@ -266,6 +266,7 @@ std::vector<RoundStart> FedWalkWalkJob::OnUpload(uint32_t device, uint32_t round
     LoseIssue(walk_id, now_us, &summary_.lost_dropped);
   } else {
     const uint32_t slot_index = it->second.slot;
+    latencies_.Add(now_us >= it->second.issued_us ? now_us - it->second.issued_us : 0);
     in_flight_.erase(it);
     if (out == fw::WalkOutcome::kComplete && count == options_.params.length) {
       ++summary_.completed;
@@ -308,10 +309,14 @@ std::vector<RoundStart> FedWalkWalkJob::Poll(uint64_t now_us) {
       return {};
     }
     case Phase::kWalks: {
-      // Walks without a result by their deadline are lost (and re-issued
-      // while attempts remain). in_flight_order_ is in issue order, so the
+      // Walks without a result by their deadline, or past the stall
+      // window the recent walks give, are lost (and re-issued while
+      // attempts remain). in_flight_order_ is in issue order, so the
       // oldest come first.
       const uint64_t timeout_us = uint64_t{options_.walk_timeout_ms} * 1000;
+      const uint64_t stall_us =
+          latencies_.StallAfterUs(options_.stall_factor, uint64_t{options_.stall_floor_ms} * 1000, timeout_us);
+      const uint64_t limit_us = stall_us != 0 ? stall_us : timeout_us;
       while (!in_flight_order_.empty()) {
         const uint32_t id = in_flight_order_.front();
         auto it = in_flight_.find(id);
@@ -319,9 +324,15 @@ std::vector<RoundStart> FedWalkWalkJob::Poll(uint64_t now_us) {
           in_flight_order_.pop_front();
           continue;
         }
-        if (now_us - it->second.issued_us <= timeout_us) break;
+        const uint64_t age_us = now_us - it->second.issued_us;
+        if (age_us <= limit_us) break;
         in_flight_order_.pop_front();
-        LoseIssue(id, now_us, &summary_.lost_deadline);
+        if (age_us > timeout_us) {
+          LoseIssue(id, now_us, &summary_.lost_deadline);
+        } else {
+          summary_.stall_window_s = static_cast<double>(stall_us) / 1e6;
+          LoseIssue(id, now_us, &summary_.lost_stalled);
+        }
       }
       IssueWalks(now_us);
       if (slots_closed_ == slots_.size()) return StartReportRound(now_us);
@@ -472,6 +483,8 @@ void FedWalkWalkJob::LogSummary(Logger& log, uint64_t job_id) const {
                             {"lost_offline", s.lost_offline},
                             {"lost_dropped", s.lost_dropped},
                             {"lost_deadline", s.lost_deadline},
+                            {"lost_stalled", s.lost_stalled},
+                            {"stall_window_s", s.stall_window_s},
                             {"late_results", s.late_results},
                             {"bad_results", s.bad_results},
                             {"tokens", s.tokens},

@@ -37,6 +37,8 @@ struct FedWalkJobConfig {
   double p = 0.2;                  // 2-hop predictor probability
   uint32_t walks_in_flight = 0;    // 0: 4 per device
   uint32_t walk_timeout_ms = 300000;
+  uint32_t walk_stall_factor = 8;       // FedWalkWalkOptions::stall_factor
+  uint32_t walk_stall_floor_ms = 10000;
   uint32_t dim = 128;
   uint32_t window = 10;
   uint32_t negative = 5;

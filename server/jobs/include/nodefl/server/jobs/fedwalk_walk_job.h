@@ -34,6 +34,7 @@
 #include "nodefl/protocol/fedwalk/walk_format.h"
 #include "nodefl/server/jobs/compute_executor.h"
 #include "nodefl/server/jobs/job.h"
+#include "nodefl/server/jobs/recent_latencies.h"
 
 namespace nodefl::server::fedwalk {
 class WalkCorpus;
@@ -48,6 +49,13 @@ struct FedWalkWalkOptions {
   uint32_t walks_per_vertex = 80;          // gamma
   uint32_t max_in_flight = 0;              // 0: 4 per participant
   uint32_t walk_timeout_ms = 300'000;      // a walk without a result by then is lost
+  // A walk without a result after stall_factor times the 99th percentile
+  // of the recent walks' latencies (issue to result; recent_latencies.h),
+  // and at least stall_floor_ms, is lost as stalled, well before
+  // walk_timeout_ms: a walk a device lost without a word must not idle the
+  // job's tail. 0: only walk_timeout_ms.
+  uint32_t stall_factor = 8;
+  uint32_t stall_floor_ms = 10'000;
   uint32_t max_attempts = 2;               // issues per walk slot, first included
   uint32_t round_deadline_ms = 300'000;    // rounds 1 and 3
   // SkipGram (Sec. 4.4): word2vec-style skip-gram with negative sampling.
@@ -74,6 +82,8 @@ struct WalkSummary {
   uint64_t lost = 0;         // slots lost for good
   uint64_t reissued = 0;
   uint64_t lost_offline = 0, lost_dropped = 0, lost_deadline = 0;  // per issue
+  uint64_t lost_stalled = 0;   // per issue: past the stall window (FedWalkWalkOptions::stall_factor)
+  double stall_window_s = 0;   // the last stall window applied (0: none yet)
   uint64_t late_results = 0;   // results for a walk already counted lost
   uint64_t bad_results = 0;    // malformed or unknown walk ids
   uint64_t tokens = 0;
@@ -167,6 +177,7 @@ class FedWalkWalkJob final : public Job {
   std::vector<DeviceData> data_;
   std::unique_ptr<fedwalk::WalkCorpus> corpus_;
   std::vector<uint16_t> hops_;
+  RecentLatencies latencies_;  // issue to result of completed walks
 
   ComputeTask trainer_;  // the heavy math, on options_.executor
   std::atomic<bool> training_done_{false};
