@@ -105,6 +105,19 @@ TEST(BinPlanFilterTest, SmallKeepBufferIsUntouchedAndBadBinsFailThePlan) {
   EXPECT_EQ(f.Finish(), Status::DataLoss());
 }
 
+// Found by tests/fuzz/fuzz_fedwalk_artefacts: a piece crossing the plan's
+// end marked it invalid without moving past it, so the next in-order piece
+// failed the filter's own offset check and aborted the process.
+TEST(BinPlanFilterTest, APlanLongerThanTheGraphIsRefusedWhateverThePieces) {
+  const std::vector<uint8_t> plan = {0, 1, 0, 1};
+  auto neighbours = Neighbours({0});
+  BinPlanFilter f;
+  f.Begin(neighbours, 2, 1, {});
+  f.Feed(0, ConstByteSpan(plan).first(2));
+  f.Feed(2, ConstByteSpan(plan).subspan(2));
+  EXPECT_EQ(f.Finish(), Status::DataLoss());
+}
+
 // ---- DictionaryFilter -----------------------------------------------------------------------
 
 TEST(DictionaryFilterTest, KeepsNeighbourRowsAcrossAnyCut) {

@@ -139,5 +139,49 @@ TEST(PeerDirectoryTest, MalformedDirectoriesAreDataLoss) {
             Status::ResourceExhausted());
 }
 
+// Found by tests/fuzz/fuzz_peer_directory: after a refused entry the
+// stream's state is mid-entry, and bytes fed at the next offset used to be
+// taken from there: past an out-of-order id they were written one past the
+// job key (UBSan: index 65 of pb_byte_t[65]), past a refused header with a
+// large certificate size beyond certificate_der. Errors are now sticky.
+TEST(PeerDirectoryTest, AStreamThatRefusedAnEntryRefusesEveryLaterByte) {
+  const std::vector<Entry> entries = SomeEntries(3, 3);
+  // Ids out of order: the second entry is refused when its last byte comes.
+  std::vector<Entry> swapped = entries;
+  std::swap(swapped[0].id, swapped[1].id);
+  std::vector<uint8_t> bytes = Directory(swapped);
+  const size_t first_two = 4 + 2 * kPeerDirectoryEntryHeaderBytes + swapped[0].cert.size() + swapped[1].cert.size() +
+                           2 * kJobKeyBytes;
+  PeerDirectoryStream stream(nullptr, nullptr);
+  EXPECT_EQ(stream.Feed(0, ConstByteSpan(bytes).first(first_two)), Status::DataLoss());
+  EXPECT_EQ(stream.Feed(first_two, ConstByteSpan(bytes).subspan(first_two)), Status::DataLoss());
+  // A refused header (certificate size above the limit), then more bytes.
+  bytes = Directory(entries);
+  StoreU16Le(static_cast<uint16_t>(kMaxCertificateDerBytes + 500), bytes.data() + 4 + 4);
+  PeerDirectoryStream header(nullptr, nullptr);
+  EXPECT_EQ(header.Feed(0, ConstByteSpan(bytes).first(4 + kPeerDirectoryEntryHeaderBytes)), Status::DataLoss());
+  EXPECT_EQ(header.Feed(4 + kPeerDirectoryEntryHeaderBytes,
+                        ConstByteSpan(bytes).subspan(4 + kPeerDirectoryEntryHeaderBytes)),
+            Status::DataLoss());
+  EXPECT_EQ(header.entries(), 0u);
+  // Reset starts afresh.
+  header.Reset();
+  const std::vector<uint8_t> good = Directory(entries);
+  EXPECT_TRUE(header.Feed(0, good).ok());
+  EXPECT_TRUE(header.finished());
+}
+
+// Also found by the fuzz target: an empty transfer completes at its header,
+// but a directory has at least its 4-byte count; the receiver used to
+// accept it and then wait for ever, never complete.
+TEST(PeerDirectoryTest, AnEmptyDirectoryTransferIsRefusedAtItsHeader) {
+  PeerDirectoryReceiver receiver(nullptr, nullptr);
+  ChunkSender sender(ConstByteSpan(), 7, kPeerDirectoryArtefact);
+  nodefl_wire_ChunkHeader h;
+  ASSERT_TRUE(sender.MakeHeader(&h).ok());
+  EXPECT_EQ(receiver.OnHeader(h), Status::DataLoss());
+  EXPECT_FALSE(receiver.complete());
+}
+
 }  // namespace
 }  // namespace nodefl::protocol

@@ -29,7 +29,10 @@ void BinPlanFilter::Feed(uint64_t offset, ConstByteSpan data) {
   NODEFL_CHECK(offset == seen_);
   const uint64_t end = offset + data.size();
   if (end > vertex_count_) {
+    // Bytes beyond the plan: invalid, but still consumed, so the next piece
+    // (at end) is in order rather than tripping the check above.
     invalid_ = true;
+    seen_ = end;
     return;
   }
   for (uint8_t b : data) {

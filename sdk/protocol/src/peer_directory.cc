@@ -32,6 +32,7 @@ void PeerDirectoryStream::Reset() {
   entry_need_ = kPeerDirectoryEntryHeaderBytes;
   have_last_id_ = false;
   last_id_ = 0;
+  failed_ = Status::Ok();
 }
 
 Status PeerDirectoryStream::Sink(void* context, uint64_t offset, ConstByteSpan data) {
@@ -39,9 +40,19 @@ Status PeerDirectoryStream::Sink(void* context, uint64_t offset, ConstByteSpan d
 }
 
 Status PeerDirectoryStream::Feed(uint64_t offset, ConstByteSpan data) {
+  // Sticky: a refused entry leaves the parse state mid-entry (its sizes
+  // refused, or the whole of it read), and taking more bytes from there
+  // would write past the sizes that were refused.
+  if (!failed_.ok()) return failed_;
   if (offset != next_offset_) return Status::DataLoss();
   next_offset_ += data.size();
-  for (const uint8_t b : data) NODEFL_TRY(TakeByte(b));
+  for (const uint8_t b : data) {
+    const Status s = TakeByte(b);
+    if (!s.ok()) {
+      failed_ = s;
+      return s;
+    }
+  }
   return Status::Ok();
 }
 
@@ -96,7 +107,11 @@ Status PeerDirectoryStream::FinishEntry() {
 Status PeerDirectoryReceiver::OnHeader(const nodefl_wire_ChunkHeader& header) {
   if (header.artefact != kPeerDirectoryArtefact) return Status::InvalidArgument();
   stream_.Reset();
-  return receiver_.OnHeader(header);
+  NODEFL_TRY(receiver_.OnHeader(header));
+  // An empty artefact completes with its header, yet a directory has at
+  // least its count: refuse it as OnChunk refuses any cut-short directory.
+  if (receiver_.complete() && !stream_.finished()) return Status::DataLoss();
+  return Status::Ok();
 }
 
 Status PeerDirectoryReceiver::OnChunk(const nodefl_wire_Chunk& chunk) {

@@ -55,7 +55,8 @@ class PeerDirectoryStream {
   void Reset();
   // The next bytes of the artefact (offsets contiguous from 0). kDataLoss for
   // malformed content: bad sizes, ids not ascending, bytes after the last
-  // entry.
+  // entry. Errors are sticky: every later Feed returns the same status
+  // until Reset().
   Status Feed(uint64_t offset, ConstByteSpan data);
   // Every announced entry was parsed (call once the transfer is complete).
   bool finished() const { return count_known_ && entries_done_ == count_; }
@@ -83,6 +84,7 @@ class PeerDirectoryStream {
   uint16_t cert_bytes_ = 0;
   bool have_last_id_ = false;
   uint32_t last_id_ = 0;
+  Status failed_;  // the first error, returned by every Feed after it
   nodefl_wire_PeerCertificate out_ = nodefl_wire_PeerCertificate_init_zero;
 };
 
