@@ -271,5 +271,21 @@ TEST_F(ConfigFileTest, FormatConfigRoundTripsThroughAFile) {
   EXPECT_EQ(loaded.tls_server_key, original.tls_server_key);
 }
 
+// Found by tests/fuzz/fuzz_config_file: the loader trims '\r' off an
+// unquoted value, but FormatConfig quoted only edge spaces, tabs and
+// quotes, so a value ending in '\r' (from a quoted value in a CRLF file)
+// came back without it. (A '\n' cannot be in a line-based file at all.)
+TEST_F(ConfigFileTest, FormatConfigQuotesValuesWithEdgeCarriageReturns) {
+  ServerConfig original = ValidBase();
+  original.tls_server_key = "key\r";
+  original.tls_ca_cert = "\rca";
+  const auto path = Write("breaks.conf", FormatConfig(original));
+  ServerConfig loaded = DefaultServerConfig();
+  const ConfigStatus status = LoadConfigFile(path, loaded);
+  ASSERT_TRUE(status.ok) << status.message;
+  EXPECT_EQ(loaded.tls_server_key, original.tls_server_key);
+  EXPECT_EQ(loaded.tls_ca_cert, original.tls_ca_cert);
+}
+
 }  // namespace
 }  // namespace nodefl::server

@@ -265,8 +265,9 @@ std::string ConfigHelpText() { return ConfigHelpText(DefaultServerConfig()); }
 std::string FormatConfig(const ServerConfig& config) {
   std::string text;
   const auto line = [&text](std::string_view key, const std::string& value) {
-    // Trim() would eat edge whitespace and Unquote() a leading quote pair.
-    const auto edge = [](char c) { return c == ' ' || c == '\t' || c == '"'; };
+    // Trim() would eat edge whitespace (every character it trims, '\r'
+    // included) and Unquote() a leading quote pair.
+    const auto edge = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '"'; };
     const bool needs_quotes = !value.empty() && (edge(value.front()) || edge(value.back()));
     text += std::string(key) + " = " + (needs_quotes ? "\"" + value + "\"" : value) + "\n";
   };
