@@ -23,8 +23,9 @@ class RecentLatencies {
   void Add(uint64_t latency_us);
   // 0 while fewer than min_samples latencies were added, or when factor is 0.
   uint64_t StallAfterUs(uint32_t factor, uint64_t floor_us, uint64_t cap_us) const;
-  // The 99th percentile of the window (0 when empty).
-  uint64_t P99Us() const;
+  // The 99th percentile of the window (0 when empty), as of the last
+  // refresh (Add).
+  uint64_t P99Us() const { return p99_us_; }
   size_t count() const { return count_; }
 
  private:
@@ -32,10 +33,7 @@ class RecentLatencies {
   size_t next_ = 0;
   size_t count_ = 0;  // added in all
   size_t min_samples_;
-  // The percentile is recomputed every `window / 8` additions, not per
-  // query: a coordinator asks at every poll.
-  mutable uint64_t p99_us_ = 0;
-  mutable size_t p99_at_count_ = 0;
+  uint64_t p99_us_ = 0;  // recomputed by Add (see there)
 };
 
 }  // namespace nodefl::server::jobs
