@@ -567,13 +567,8 @@ Status FedWalkWalkRole::SendKeyRequests(device::DeviceSession& session) {
   // The server holds our job key before anyone asks it for it.
   NODEFL_TRY(job_key_.SendIfDue(session, kWalkRoundKeys));
   if (job_key_.due()) return Status::Ok();
-  while (peers_.has_wanted() && session.CanSend() && peers_.outstanding() < kMaxOutstandingKeyRequests) {
-    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, round_);
-    if (peers_.FillRequest(&m.body.peer_key_request, kMaxOutstandingKeyRequests) == 0) break;
-    NODEFL_TRY(session.Send(m));
-    ++stats_.key_requests;
-  }
-  return Status::Ok();
+  return roles::SendWantedKeyRequests(peers_, session, job_id_, round_, kMaxOutstandingKeyRequests,
+                                     &stats_.key_requests);
 }
 
 Status FedWalkWalkRole::SendHeldWalks(device::DeviceSession& session) {

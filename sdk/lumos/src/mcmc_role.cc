@@ -673,13 +673,8 @@ Status LumosMcmcRole::SendKeyRequests(device::DeviceSession& session) {
   // The server holds our job key before anyone asks it for it.
   NODEFL_TRY(job_key_.SendIfDue(session, phase_ == Phase::kIterate ? 2 : 1));
   if (job_key_.due()) return Status::Ok();
-  while (keys_.has_wanted() && session.CanSend() && keys_.outstanding() < kMcmcMaxOutstandingKeyRequests) {
-    nodefl_wire_Envelope& m =
-        session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, phase_ == Phase::kIterate ? 2 : 1);
-    if (keys_.FillRequest(&m.body.peer_key_request, kMcmcMaxOutstandingKeyRequests) == 0) break;
-    NODEFL_TRY(session.Send(m));
-  }
-  return Status::Ok();
+  return roles::SendWantedKeyRequests(keys_, session, job_id_, phase_ == Phase::kIterate ? 2 : 1,
+                                     kMcmcMaxOutstandingKeyRequests);
 }
 
 Status LumosMcmcRole::SendMoveDone(device::DeviceSession& session) {

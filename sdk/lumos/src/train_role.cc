@@ -389,15 +389,6 @@ LumosTrainRole::Stats LumosTrainRole::stats() const {
   return s;
 }
 
-Status LumosTrainRole::SendKeyRequests(device::DeviceSession& session) {
-  while (keys_.has_wanted() && session.CanSend()) {
-    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, 1);
-    if (keys_.FillRequest(&m.body.peer_key_request, kMaxOutstandingKeyRequests) == 0) break;
-    NODEFL_TRY(session.Send(m));
-  }
-  return Status::Ok();
-}
-
 // The input: the gradient contribution in the epoch's code, then the
 // metric words (train_format.h, TrainSecureWord). Counts saturate at
 // kTrainSecureCountClip so that no sum can wrap.
@@ -1138,7 +1129,7 @@ Status LumosTrainRole::OnPoll(uint64_t, device::DeviceSession& session) {
   // Keys: our job key first, then the neighbours'.
   NODEFL_TRY(job_key_.SendIfDue(session, 1));
   if (!job_key_.due()) {
-    NODEFL_TRY(SendKeyRequests(session));
+    NODEFL_TRY(roles::SendWantedKeyRequests(keys_, session, job_id_, 1, kMaxOutstandingKeyRequests));
     // Reveals come after this device's epoch is over: pump in any phase.
     NODEFL_TRY(PumpAggregation(session));
   }

@@ -173,4 +173,15 @@ void PeerKeyTable::OnRestart() {
   for (KeyedPeer& p : cache_) again(p);
 }
 
+Status SendWantedKeyRequests(PeerKeyTable& table, device::DeviceSession& session, uint64_t job_id, uint32_t round,
+                             uint32_t max_outstanding, uint32_t* messages) {
+  while (table.has_wanted() && session.CanSend() && table.outstanding() < max_outstanding) {
+    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id, round);
+    if (table.FillRequest(&m.body.peer_key_request, max_outstanding) == 0) break;
+    NODEFL_TRY(session.Send(m));
+    if (messages != nullptr) ++*messages;
+  }
+  return Status::Ok();
+}
+
 }  // namespace nodefl::roles

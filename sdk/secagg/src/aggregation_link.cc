@@ -143,11 +143,7 @@ roles::KeyedPeer* AggregationLink::SendKeysOf(uint32_t id) {
 }
 
 Status AggregationLink::Pump(device::DeviceSession& session, uint32_t round, uint32_t max_outstanding) {
-  while (keys_.has_wanted() && session.CanSend() && keys_.outstanding() < max_outstanding) {
-    nodefl_wire_Envelope& m = session.NewMessage(nodefl_wire_Envelope_peer_key_request_tag, job_id_, round);
-    if (keys_.FillRequest(&m.body.peer_key_request, max_outstanding) == 0) break;
-    NODEFL_TRY(session.Send(m));
-  }
+  NODEFL_TRY(roles::SendWantedKeyRequests(keys_, session, job_id_, round, max_outstanding));
   SetInputIfDue();
   AggregationClient::Outgoing out;
   while (session.CanSend() && client_.Peek(&out)) {

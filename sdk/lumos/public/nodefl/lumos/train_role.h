@@ -245,7 +245,6 @@ class LumosTrainRole final : public device::Role {
   void DestroyAggregationLink();
   void OnAggregationRecord(uint32_t kind, ConstByteSpan bytes, uint32_t round);
   Status PumpAggregation(device::DeviceSession& session);
-  Status SendKeyRequests(device::DeviceSession& session);
   Status EncodeSecureInput();
   Status UploadSecure(device::DeviceSession& session);
   void EndJobKeys();

@@ -49,6 +49,7 @@
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
 #include "nodefl/crypto/rng.h"
+#include "nodefl/device/device_session.h"
 #include "nodefl/protocol/envelope.pb.h"
 #include "nodefl/seal/job_keys.h"
 #include "nodefl/seal/pair_key_source.h"
@@ -170,5 +171,11 @@ void PeerKeyTable::StartJob(const seal::JobKeyPair& own_key, bool directory, Wan
     SetState(&p, wanted(i) ? taking : PeerKeyState::kNone);
   }
 }
+
+// Sends PeerKeyRequests for `table`'s wanted records while the session can
+// send and fewer than `max_outstanding` are in flight; `*messages`
+// (optional) counts the requests sent.
+Status SendWantedKeyRequests(PeerKeyTable& table, device::DeviceSession& session, uint64_t job_id, uint32_t round,
+                             uint32_t max_outstanding, uint32_t* messages = nullptr);
 
 }  // namespace nodefl::roles
