@@ -1,12 +1,12 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 //
-// LoadConfigFile (server/core/config.h) on any file: the server reads it
-// at start-up, often from a path an operator typed, and must answer a
-// broken file with "<file>:<line>: ..." rather than crash or half-parse.
-// The input is written to one file per process (/tmp/nodefl-fuzz-config-
-// <pid>.conf, overwritten on every run) because the loader takes a path
-// and has no in-memory entry point; the in-memory part it uses,
-// SetConfigValue, is fuzzed through the reference reading below.
+// The server's config file loader (server/core/config.h) on any file: the
+// server reads it at start-up, often from a path an operator typed, and
+// must answer a broken file with "<file>:<line>: ..." rather than crash or
+// half-parse. LoadConfigFile reads the file and hands its text to
+// LoadConfigText, which is what this target runs (in memory, so that it
+// is not bound by file writes); SetConfigValue, which both use, is fuzzed
+// through the reference reading below.
 //
 // The configuration starts from DefaultServerConfig() plus one small job
 // option group of this target's own (a double, a bool, a u32 and a string,
@@ -15,7 +15,7 @@
 // in every job's math libraries).
 //
 // Checked on every input:
-//   - LoadConfigFile agrees with a one-pass reading of the format its header
+//   - LoadConfigText agrees with a one-pass reading of the format its header
 //     documents (lines split at '\n', edges trimmed, '#' comment lines,
 //     `key = value` with optional "..." around the value, unknown or
 //     duplicate keys are errors), applied through SetConfigValue: both
@@ -29,11 +29,8 @@
 //     ranges hold (heartbeat below the idle timeout, frame size 512..16 MiB,
 //     queue byte bounds at least one frame, 1..1024 threads, TLS paths set,
 //     peer_keys request or directory, job none or one a group provides).
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <set>
@@ -79,27 +76,6 @@ server::ServerConfig Base() {
   config.job_options.Add(std::make_unique<server::TableOptionGroup<FuzzJobOptions>>(
       std::span<const server::OptionSpec<FuzzJobOptions>>(kFuzzJobSpecs), &ValidateFuzzJob, &ProvidesFuzzJob));
   return config;
-}
-
-// A plain char array, not a std::string: the atexit handler runs after the
-// destructors of statics constructed later than its registration.
-char g_path[64];
-
-const char* FilePath() {
-  if (g_path[0] == '\0') {
-    std::snprintf(g_path, sizeof(g_path), "/tmp/nodefl-fuzz-config-%ld.conf", static_cast<long>(getpid()));
-    // Removed when the fuzzer exits (libFuzzer ends -runs=N with exit()), so
-    // runs do not leave one file per process behind in /tmp.
-    std::atexit([] { std::remove(g_path); });
-  }
-  return g_path;
-}
-
-void WriteFile(const char* path, std::string_view text) {
-  std::FILE* file = std::fopen(path, "wb");
-  Check(file != nullptr);
-  Check(std::fwrite(text.data(), 1, text.size(), file) == text.size());
-  Check(std::fclose(file) == 0);
 }
 
 std::string_view Trim(std::string_view s) {
@@ -161,27 +137,25 @@ void CheckValidRanges(const server::ServerConfig& c) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const server::ServerConfig base = Base();
-  const std::string path = FilePath();
+  static constexpr std::string_view kName = "fuzz.conf";
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  WriteFile(path.c_str(), text);
 
   server::ServerConfig loaded = base;
-  const server::ConfigStatus status = server::LoadConfigFile(path, loaded);
+  const server::ConfigStatus status = server::LoadConfigText(text, kName, loaded);
   server::ServerConfig expected = base;
   const Reading reference = ReadReference(text, expected);
   Check(status.ok == reference.ok);
   if (!status.ok) {
     Check(!status.help_requested);
-    Check(StartsWith(status.message, path + ":" + std::to_string(reference.bad_line) + ": "));
+    Check(StartsWith(status.message, std::string(kName) + ":" + std::to_string(reference.bad_line) + ": "));
     return 0;
   }
   const std::string formatted = server::FormatConfig(loaded);
   Check(formatted == server::FormatConfig(expected));
 
   // What the server prints at start-up must load back to itself.
-  WriteFile(path.c_str(), formatted);
   server::ServerConfig reloaded = base;
-  Check(server::LoadConfigFile(path, reloaded).ok);
+  Check(server::LoadConfigText(formatted, kName, reloaded).ok);
   Check(server::FormatConfig(reloaded) == formatted);
 
   const server::ConfigStatus valid = server::ValidateConfig(loaded);

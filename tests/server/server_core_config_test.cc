@@ -110,6 +110,32 @@ TEST_F(ConfigFileTest, UnknownKeyIsAnErrorWithItsLineNumber) {
   EXPECT_NE(status.message.find("unknown key 'idle_timeout'"), std::string::npos) << status.message;
 }
 
+// The file loader is the text loader on the file's bytes: the same verdicts,
+// named after the file or the caller's name.
+TEST_F(ConfigFileTest, TextLoaderMatchesTheFileLoader) {
+  const std::string good = "listen_port = 9100\r\n\n# c\nlog_level = \"debug\"";  // no final newline
+  const std::string bad = "listen_port = 9100\nlisten_port = 9101\n";
+  ServerConfig from_file = DefaultServerConfig(), from_text = DefaultServerConfig();
+  ASSERT_TRUE(LoadConfigFile(Write("good.conf", good), from_file).ok);
+  ASSERT_TRUE(LoadConfigText(good, "memory", from_text).ok);
+  EXPECT_EQ(FormatConfig(from_file), FormatConfig(from_text));
+  EXPECT_EQ(from_text.listen_port, 9100);
+  EXPECT_EQ(from_text.log_level, LogLevel::kDebug);
+  ServerConfig scratch = DefaultServerConfig();
+  const ConfigStatus text_status = LoadConfigText(bad, "memory", scratch);
+  ASSERT_FALSE(text_status.ok);
+  EXPECT_EQ(text_status.message.rfind("memory:2: duplicate key 'listen_port' (first set on line 1)", 0), 0u)
+      << text_status.message;
+  const auto bad_path = Write("dup.conf", bad);
+  const ConfigStatus file_status = LoadConfigFile(bad_path, scratch);
+  ASSERT_FALSE(file_status.ok);
+  EXPECT_EQ(file_status.message, bad_path.string() + text_status.message.substr(6));
+  // An empty text sets nothing.
+  ServerConfig empty = DefaultServerConfig();
+  EXPECT_TRUE(LoadConfigText("", "memory", empty).ok);
+  EXPECT_EQ(FormatConfig(empty), FormatConfig(DefaultServerConfig()));
+}
+
 TEST_F(ConfigFileTest, BadValuesNameTheLineAndTheKey) {
   struct Case {
     std::string line;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <thread>
 #include <utility>
@@ -83,16 +84,17 @@ ConfigStatus SetConfigValue(ServerConfig& config, std::string_view key, std::str
   return ConfigStatus::Ok();
 }
 
-ConfigStatus LoadConfigFile(const std::filesystem::path& path, ServerConfig& config) {
-  std::ifstream in(path);
-  if (!in) return ConfigStatus::Error(path.string() + ": cannot open");
+ConfigStatus LoadConfigText(std::string_view text, std::string_view name, ServerConfig& config) {
   std::map<std::string, uint64_t, std::less<>> first_line_of_key;
-  std::string raw;
   uint64_t line_no = 0;
-  while (std::getline(in, raw)) {
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t newline = text.find('\n', at);
+    const size_t end = newline == std::string_view::npos ? text.size() : newline;
+    const std::string_view line = Trim(text.substr(at, end - at));
+    at = end + 1;
     ++line_no;
-    const std::string where = path.string() + ":" + std::to_string(line_no) + ": ";
-    const std::string_view line = Trim(raw);
+    const std::string where = std::string(name) + ":" + std::to_string(line_no) + ": ";
     if (line.empty() || line.front() == '#') continue;
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos) return ConfigStatus::Error(where + "expected 'key = value'");
@@ -111,8 +113,16 @@ ConfigStatus LoadConfigFile(const std::filesystem::path& path, ServerConfig& con
     ConfigStatus status = SetConfigValue(config, key, value);
     if (!status.ok) return ConfigStatus::Error(where + status.message);
   }
-  if (in.bad()) return ConfigStatus::Error(path.string() + ": read error");
   return ConfigStatus::Ok();
+}
+
+ConfigStatus LoadConfigFile(const std::filesystem::path& path, ServerConfig& config) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ConfigStatus::Error(path.string() + ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return ConfigStatus::Error(path.string() + ": read error");
+  return LoadConfigText(text.str(), path.string(), config);
 }
 
 ConfigStatus ApplyFlags(int argc, const char* const* argv, ServerConfig& config) {

@@ -111,6 +111,9 @@ struct ConfigStatus {
 // Applies the keys of one file on top of `config`. On error `config` may be
 // partially updated; callers discard it.
 ConfigStatus LoadConfigFile(const std::filesystem::path& path, ServerConfig& config);
+// The same for a file's text already in memory; `name` stands for the file
+// in messages ("<name>:<line>: ...").
+ConfigStatus LoadConfigText(std::string_view text, std::string_view name, ServerConfig& config);
 
 // Applies `argv[1..argc)` on top of `config`: first every `--config FILE` (in
 // order), then every other flag (in order). Positional arguments are errors.
