@@ -23,6 +23,9 @@
 #   --no-build         use the binaries already in the build folder
 #   --no-install       skip the apt step
 #   --no-score         do not score the embeddings
+#   --faults SPEC      inject failures into the devices (nodefl-emulate
+#                      --faults, docs/reliability.md), e.g.
+#                      "kill=0.1@walks+2s,revive=5s"
 #   -- ARGS            anything after -- goes to nodefl-server (e.g.
 #                      --fedwalk_walks_per_vertex 10 --fedwalk_p 0.3)
 # Idle, round and walk timeouts are raised: one emulator process does the
@@ -44,6 +47,7 @@ build_dir=build/host
 install=1
 score=1
 server_args=()
+fault_args=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --graph) graph=$2; shift 2 ;;
@@ -55,8 +59,9 @@ while [[ $# -gt 0 ]]; do
     --no-build) build=0; shift ;;
     --no-install) install=0; shift ;;
     --no-score) score=0; shift ;;
+    --faults) fault_args=(--faults "$2"); shift 2 ;;
     --) shift; server_args=("$@"); break ;;
-    -h|--help) sed -n '2,28s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,31s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "run-fedwalk.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -127,7 +132,7 @@ for mode in $modes; do
   budget_args=()
   [[ $mode == paper ]] && budget_args=(--unlimited-budget)
   $bin/nodefl-emulate --graph "$graph" --bundle "$device_bundle" --server "$target" --job fedwalk \
-    --fedwalk-mode "$mode" --threads "$(nproc)" --timeout 7200 "${budget_args[@]}" >"$out/emulator.txt" || run=$?
+    --fedwalk-mode "$mode" --threads "$(nproc)" --timeout 7200 "${budget_args[@]}" "${fault_args[@]}" >"$out/emulator.txt" || run=$?
   if [[ -n $server_pid ]]; then
     wait "$server_pid" || run=$?
     server_pid=

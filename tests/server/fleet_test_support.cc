@@ -48,9 +48,13 @@ void StartDevices(EmulatedFleet& f, const FleetPlan& plan, const server::ServerC
   f.fleet.max_connect_attempts = 5;
   f.fleet.vertex_count = g.num_nodes;
   if (plan.configure_devices) plan.configure_devices(f.fleet, config);
+  f.faults = plan.faults;
+  if (f.faults.any()) f.fleet.faults = &f.faults;
+  const std::vector<emulator::DeviceFaults> faults = emulator::AssignFaults(f.faults, g.num_nodes);
   for (uint32_t v = 0; v < g.num_nodes; ++v) {
     emulator::DeviceSetup setup;
     setup.id = v;
+    setup.faults = faults[v];
     setup.neighbours.assign(g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
                             g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
     setup.certificate_der = f.deployment->device(v).certificate_der;
@@ -81,7 +85,12 @@ void RunUntilDone(EmulatedFleet& f, const FleetPlan& plan) {
   f.io.restart();
   f.io.run_for(milliseconds(500));
   ASSERT_TRUE(ended) << "finished " << f.stats.finished << ", failed " << f.stats.failed << "\n" << server.LogText();
-  EXPECT_EQ(server.WaitForExit(plan.exit_wait), std::optional<int>(plan.expected_exit)) << server.LogText();
+  const std::optional<int> exit = server.WaitForExit(plan.exit_wait);
+  if (plan.expected_exit) {
+    EXPECT_EQ(exit, plan.expected_exit) << server.LogText();
+  } else {
+    EXPECT_TRUE(exit.has_value()) << "the server did not exit\n" << server.LogText();
+  }
 }
 
 }  // namespace

@@ -13,10 +13,12 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nodefl/emulator/emulated_device.h"
+#include "nodefl/emulator/fault_plan.h"
 #include "nodefl/emulator/shared_pair_keys.h"
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "transport_test_support.h"
@@ -36,6 +38,7 @@ struct EmulatedFleet {
   // the fleet, set in FleetSetup by the test.
   emulator::SharedPairKeys shared_keys;
   emulator::FleetSetup fleet;
+  emulator::FaultPlan faults;  // FleetPlan::faults, which fleet.faults points to
   // Declared before the devices: their strands belong to it, so it must be
   // destroyed after them.
   asio::io_context io;
@@ -55,10 +58,14 @@ struct FleetPlan {
   size_t concurrent_connects = 16;  // the ConnectGate's width
   std::chrono::milliseconds timeout{60000};
   std::chrono::milliseconds exit_wait{1000};  // for the server's exit status
-  int expected_exit = 0;  // 1: the job is meant to end unsuccessful
+  // 1: the job is meant to end unsuccessful; nullopt: either, as long as
+  // the server exits (the test checks the job's own summary).
+  std::optional<int> expected_exit = 0;
   // A second thread also runs the devices (each on its own strand), for jobs
   // whose device work is most of the test's time.
   bool second_io_thread = false;
+  // Failures to inject into the fleet (emulator/fault_plan.h); none by default.
+  emulator::FaultPlan faults;
 };
 
 // Runs the plan on `f`; fails the test (fatally) if the dataset, deployment,

@@ -49,7 +49,9 @@ EmulatedDevice::EmulatedDevice(asio::io_context& io, const FleetSetup& fleet, De
       strand_(asio::make_strand(io)),
       wake_(strand_),
       drained_(strand_),
-      poll_timer_(strand_) {}
+      poll_timer_(strand_),
+      dice_(setup_.faults.wire_seed),
+      fault_timer_(strand_) {}
 
 EmulatedDevice::~EmulatedDevice() = default;
 
@@ -330,11 +332,85 @@ void EmulatedDevice::Stop() {
     }
     self->Wake();
     self->poll_timer_.cancel();
+    self->fault_timer_.cancel();
   });
 }
 
 void EmulatedDevice::Freeze() {
   asio::post(strand_, [self = shared_from_this()] { self->frozen_ = true; });
+}
+
+void EmulatedDevice::Kill() {
+  asio::post(strand_, [self = shared_from_this()] {
+    if (self->stopping_ || self->failed_ || self->dead_) return;
+    if (self->finished()) {
+      // Its part of the job is done: a kill now would test nothing.
+      self->fleet_.stats->faults_kill_missed.fetch_add(1);
+      return;
+    }
+    self->dead_ = true;
+    self->fleet_.stats->faults_killed.fetch_add(1);
+    self->CloseSocket();  // no Goodbye, no close_notify: the server sees the connection drop
+    self->poll_timer_.cancel();
+    self->Wake();
+  });
+}
+
+bool EmulatedDevice::ReachedPhase(FaultPhase phase) const {
+  switch (phase) {
+    case FaultPhase::kNone:
+      return connection_up_;
+    case FaultPhase::kEcho:
+      return role_ && role_->stats().sent > 0;
+    case FaultPhase::kTree:
+      return hct_reported_rounds_ > 0;
+    case FaultPhase::kWalks:
+      return walk_reported_.forwarded + walk_reported_.finished + walk_reported_.dropped > 0;
+    case FaultPhase::kHistograms:
+      return histogram_reported_.releases > 0;
+    case FaultPhase::kCompare:
+      return compare_reported_.messages_sent > 0;
+    case FaultPhase::kTrim:
+      return trim_reported_.searches_sent + trim_reported_.echoes_sent + mcmc_reported_.messages_sent > 0;
+    case FaultPhase::kTrain:
+      return train_epochs_reported_ > 0;
+    case FaultPhase::kAggregate:
+      return secagg_sealed_reported_ > 0;
+  }
+  return false;
+}
+
+void EmulatedDevice::MaybeScheduleKill() {
+  if (fleet_.faults == nullptr || !setup_.faults.kill || kill_scheduled_ || !ReachedPhase(fleet_.faults->kill_phase)) {
+    return;
+  }
+  kill_scheduled_ = true;
+  fault_timer_.expires_after(fleet_.faults->kill_delay);
+  fault_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+    if (!ec) self->Kill();
+  });
+}
+
+WireFault EmulatedDevice::WireDraw(std::vector<uint8_t>& bytes, size_t size) {
+  if (fleet_.faults == nullptr || size == 0) return WireFault::kNone;
+  const WireFault fault = DrawWireFault(*fleet_.faults, dice_);
+  switch (fault) {
+    case WireFault::kNone:
+      break;
+    case WireFault::kDrop:
+      fleet_.stats->faults_dropped.fetch_add(1);
+      break;
+    case WireFault::kCut:
+      fleet_.stats->faults_cut.fetch_add(1);
+      break;
+    case WireFault::kCorrupt: {
+      fleet_.stats->faults_corrupted.fetch_add(1);
+      const uint64_t r = dice_.Next();
+      bytes[r % size] ^= static_cast<uint8_t>(1u << ((r >> 32) % 8));
+      break;
+    }
+  }
+  return fault;
 }
 
 asio::awaitable<void> EmulatedDevice::WaitWhileFrozen() {
@@ -393,6 +469,21 @@ asio::awaitable<void> EmulatedDevice::Run() {
   uint32_t attempts = 0;
   bool ever_connected = false;
   while (!stopping_ && !failed_) {
+    if (dead_) {
+      // Killed by the fault plan: silent until revived, or for good.
+      if (!fleet_.faults->revive_after) {
+        killed_for_good_ = true;
+        Fail(std::string("killed by the fault plan (at ") + FaultPhaseText(fleet_.faults->kill_phase) + ")");
+        break;
+      }
+      fault_timer_.expires_after(*fleet_.faults->revive_after);
+      boost::system::error_code ec;
+      co_await fault_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      if (stopping_) break;
+      dead_ = false;
+      fleet_.stats->faults_revived.fetch_add(1);
+      continue;  // reconnects and resumes its session with its token
+    }
     if (!co_await Connect()) {
       if (stopping_) break;
       if (session_start_failed_) {
@@ -415,6 +506,7 @@ asio::awaitable<void> EmulatedDevice::Run() {
     ever_connected = true;
     connection_up_ = true;
     ++connection_epoch_;
+    MaybeScheduleKill();  // a kill by time counts from the first connection
     asio::co_spawn(strand_, Writer(), asio::detached);
     asio::co_spawn(strand_, Poller(), asio::detached);
     co_await Reader();
@@ -451,6 +543,22 @@ asio::awaitable<void> EmulatedDevice::Reader() {
     if (ec) {
       last_error_ = std::string("read: ") + Status::Aborted().str();
       co_return;
+    }
+    if (fleet_.faults != nullptr) {
+      const WireFault fault = WireDraw(chunk, n);
+      if (fault == WireFault::kCut) {
+        last_error_ = "read: connection cut by the fault plan";
+        CloseSocket();
+        co_return;
+      }
+      if (fault == WireFault::kDrop) continue;
+      if (setup_.faults.slow) {
+        // A slow board: the bytes are handled only after the delay.
+        fleet_.stats->faults_slow_waits.fetch_add(1);
+        asio::steady_timer slow(strand_, fleet_.faults->slow_delay);
+        co_await slow.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (!connection_up_ || dead_) co_return;
+      }
     }
     ConstByteSpan pending(chunk.data(), n);
     while (!pending.empty() && connection_up_ && !frozen_) {
@@ -499,6 +607,15 @@ asio::awaitable<void> EmulatedDevice::Writer() {
     batch.assign(out.begin(), out.end());
     const Status consumed = pump_->ConsumeOutput(out.size(), NowMicros());
     drained_.Wake();  // the pump has room again for what the reader holds
+    if (fleet_.faults != nullptr) {
+      const WireFault fault = WireDraw(batch, batch.size());
+      if (fault == WireFault::kCut) {
+        last_error_ = "write: connection cut by the fault plan";
+        CloseSocket();
+        co_return;
+      }
+      if (fault == WireFault::kDrop) batch.clear();  // lost on the wire
+    }
     boost::system::error_code ec;
     co_await asio::async_write(*socket_, asio::buffer(batch), asio::redirect_error(asio::use_awaitable, ec));
     if (ec || !consumed.ok()) {
@@ -723,6 +840,7 @@ void EmulatedDevice::NoteProgress() {
     fleet_.stats->kcagc_contributions.fetch_add(k.contributions - kcagc_reported_.contributions);
     kcagc_reported_ = k;
   }
+  MaybeScheduleKill();
   if (finished() && !counted_finished_) {
     if (hct_role_->finished()) fleet_.stats->hct_codebook_rows.fetch_add(h.codebook_rows_kept);
     counted_finished_ = true;

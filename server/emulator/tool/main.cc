@@ -69,6 +69,7 @@ struct Options {
   uint32_t secagg_length = 10000;
   uint32_t participants = 2;  // kcagc: L
   uint64_t kcagc_seed = 1;    // kcagc: the column split's seed (the server's kcagc_seed)
+  nodefl::emulator::FaultPlan faults;  // --faults; none by default
 };
 
 void PrintHelp() {
@@ -155,11 +156,22 @@ void PrintHelp() {
       "                           response, dropout) from S and its id instead of entropy, so\n"
       "                           that two runs draw the same noise (comparison runs only: S\n"
       "                           replays every draw; default: entropy)\n"
+      "  --faults SPEC            inject failures (docs/reliability.md): comma-separated\n"
+      "                           kill=F@PHASE[+DELAY] or kill=F@DELAY (kill round(F n)\n"
+      "                           devices when each reaches PHASE: echo, tree, walks,\n"
+      "                           histograms, compare, trim, train, aggregate; or DELAY after\n"
+      "                           connecting), revive=DELAY (killed devices come back and\n"
+      "                           resume), slow=F:DELAY (F of the devices wait DELAY after each\n"
+      "                           read), drop=P, corrupt=P, cut=P (per write or read: bytes\n"
+      "                           lost, a byte flipped, the connection cut), seed=S (default 1).\n"
+      "                           DELAY: 500ms, 3s. Example: kill=0.1@walks+200ms,revive=2s\n"
       "  --help                   this text\n"
       "\n"
       "Exit status: 0 when every device finished its job (neighbour-echo: with every\n"
       "expected message received and verified exactly once; fedwalk-hct: all three\n"
-      "rounds without a failure), 1 otherwise, 2 for bad arguments.");
+      "rounds without a failure), 1 otherwise, 2 for bad arguments. With --faults: 0 when\n"
+      "every device not killed for good finished (the exact totals are the server's to\n"
+      "account: its job_finished line).");
 }
 
 std::optional<uint64_t> ParseCount(const char* text, uint64_t max) {
@@ -293,6 +305,11 @@ std::optional<Options> Parse(int argc, char** argv) {
       const auto n = count(UINT64_MAX, 0);
       if (!n) return std::nullopt;
       o.kcagc_seed = *n;
+    } else if (arg == "--faults") {
+      if (const auto why = nodefl::emulator::ParseFaultPlan(v, &o.faults)) {
+        std::fprintf(stderr, "nodefl-emulate: --faults: %s (see --help)\n", why->c_str());
+        return std::nullopt;
+      }
     } else if (arg == "--noise-seed") {
       const auto n = count(UINT64_MAX);
       if (!n) return std::nullopt;
@@ -485,6 +502,9 @@ int main(int argc, char** argv) {
   nodefl::emulator::SharedPairKeys shared_pair_keys;
   if (opt->shared_pair_keys) fleet.shared_pair_keys = &shared_pair_keys;
 
+  const std::vector<nodefl::emulator::DeviceFaults> device_faults = nodefl::emulator::AssignFaults(opt->faults, n);
+  if (opt->faults.any()) fleet.faults = &opt->faults;
+
   asio::io_context io;
   std::vector<std::shared_ptr<EmulatedDevice>> devices;
   devices.reserve(n);
@@ -492,6 +512,7 @@ int main(int argc, char** argv) {
   for (uint32_t v = 0; v < n; ++v) {
     DeviceSetup setup;
     setup.id = v;
+    setup.faults = device_faults[v];
     for (uint64_t i = g.offsets[v]; i < g.offsets[v + 1]; ++i) {
       if (g.neighbours[i] < n) setup.neighbours.push_back(g.neighbours[i]);
     }
@@ -538,6 +559,7 @@ int main(int argc, char** argv) {
                 n, g.name.c_str(), static_cast<unsigned long long>(expected), opt->messages_per_edge,
                 opt->host.c_str(), opt->port);
   }
+  if (fleet.faults != nullptr) std::printf("faults injected: %s\n", opt->faults.Describe().c_str());
   std::fflush(stdout);
 
   for (auto& d : devices) d->Start();
@@ -586,8 +608,12 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   monitor.join();
 
-  uint64_t sent = 0, received = 0, duplicates = 0, rejected = 0, unfinished = 0, shown = 0;
+  uint64_t sent = 0, received = 0, duplicates = 0, rejected = 0, unfinished = 0, shown = 0, killed_for_good = 0;
   for (auto& d : devices) {
+    if (d->killed_for_good()) {
+      ++killed_for_good;  // the fault plan's doing, reported below
+      continue;
+    }
     if (const auto* s = d->stats()) {
       sent += s->sent;
       received += s->received;
@@ -637,7 +663,9 @@ int main(int argc, char** argv) {
   const bool secagg = opt->job == "secure-aggregate";
   bool kcagc_agreed = false;
   if (opt->job == "kcagc") std::printf("%s\n", nodefl::emulator::KcagcFleetSummary(devices, &kcagc_agreed).c_str());
-  const bool verified = opt->job == "kcagc" ? unfinished == 0 && kcagc_agreed
+  const bool faulty = fleet.faults != nullptr;
+  const bool verified = faulty ? unfinished == 0
+                        : opt->job == "kcagc" ? unfinished == 0 && kcagc_agreed
                         : secagg    ? unfinished == 0 && stats.secagg_refused.load() == 0
                         : lumos     ? unfinished == 0 && stats.compare_aborted.load() == 0 && uncovered == 0
                         : compare ? unfinished == 0 && stats.compare_aborted.load() == 0
@@ -743,6 +771,19 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(received), static_cast<unsigned long long>(duplicates),
                 static_cast<unsigned long long>(rejected));
   }
+  if (faulty) {
+    std::printf("faults: %s\n"
+                "         killed %llu (for good %llu, revived %llu, finished before their kill %llu), slow-device "
+                "waits %llu, wire: dropped %llu, corrupted %llu, cut %llu\n",
+                opt->faults.Describe().c_str(), static_cast<unsigned long long>(stats.faults_killed.load()),
+                static_cast<unsigned long long>(killed_for_good),
+                static_cast<unsigned long long>(stats.faults_revived.load()),
+                static_cast<unsigned long long>(stats.faults_kill_missed.load()),
+                static_cast<unsigned long long>(stats.faults_slow_waits.load()),
+                static_cast<unsigned long long>(stats.faults_dropped.load()),
+                static_cast<unsigned long long>(stats.faults_corrupted.load()),
+                static_cast<unsigned long long>(stats.faults_cut.load()));
+  }
   const double peak_kib = static_cast<double>(nodefl::host::net::PeakRssKiB());
   std::printf("         all connected after %.2f s (%.0f handshakes/s), mean handshake %.1f ms\n"
               "         wall time %.1f s, peak memory %.1f MiB (%.1f KiB per device)\n"
@@ -750,7 +791,9 @@ int main(int argc, char** argv) {
               all_connected_s, all_connected_s > 0 ? n / all_connected_s : 0.0,
               connected ? stats.handshake_us_total.load() / 1000.0 / connected : 0.0, elapsed(), peak_kib / 1024.0,
               n ? peak_kib / n : 0.0,
-              verified ? (opt->job == "kcagc" ? "VERIFIED: every participant received the same final clustering"
+              verified ? (faulty ? "VERIFIED: every device the faults left alive finished its part (totals: the "
+                                   "server's job_finished line)"
+                  : opt->job == "kcagc" ? "VERIFIED: every participant received the same final clustering"
                   : lumos ? "VERIFIED: every device finished both stages, every edge kept by at least one end"
                   : compare ? "VERIFIED: every device finished, no comparison session aborted"
                   : strict_fedwalk ? "VERIFIED: every device made its strict FedWalk histogram releases"

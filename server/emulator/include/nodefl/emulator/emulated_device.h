@@ -38,6 +38,7 @@
 #include "nodefl/lumos/trim_sizing.h"
 #include "nodefl/fedwalk/walk_sizing.h"
 #include "nodefl/fedwalk/walk_role.h"
+#include "nodefl/emulator/fault_plan.h"
 #include "nodefl/emulator/shared_pair_keys.h"
 #include "nodefl/host/net/wake_latch.h"
 #include "nodefl/privacy/ledger.h"
@@ -95,6 +96,14 @@ struct FleetStats {
   std::atomic<uint64_t> secagg_refused{0};    // records and messages devices refused
   std::atomic<uint64_t> kcagc_instructions{0};   // kcagc: instructions participants followed
   std::atomic<uint64_t> kcagc_contributions{0};  // kcagc: vectors offered to a secure sum
+  // Injected faults (FleetSetup::faults): what actually happened.
+  std::atomic<uint64_t> faults_killed{0};        // devices killed
+  std::atomic<uint64_t> faults_revived{0};       // ... and brought back
+  std::atomic<uint64_t> faults_kill_missed{0};   // chosen, but finished before their kill time
+  std::atomic<uint64_t> faults_slow_waits{0};    // reads a slow device waited after
+  std::atomic<uint64_t> faults_dropped{0};       // writes or reads lost on the wire
+  std::atomic<uint64_t> faults_corrupted{0};     // ... with a byte flipped
+  std::atomic<uint64_t> faults_cut{0};           // connections cut
 };
 
 // Limits how many devices connect and handshake at the same time, so that
@@ -125,6 +134,8 @@ struct DeviceSetup {
   // label (-1: none).
   std::vector<float> features;
   int32_t label = -1;
+  // What FleetSetup::faults does to this device (AssignFaults).
+  DeviceFaults faults;
 };
 
 struct FleetSetup {
@@ -203,6 +214,9 @@ struct FleetSetup {
   // Lowest level of the device sessions' log lines written to stderr
   // (device/device_session.h says what they log).
   LogLevel device_log_level = LogLevel::kWarning;
+  // Failures to inject (fault_plan.h; each device's share is in its
+  // DeviceSetup::faults); nullptr: none. Must outlive the devices.
+  const FaultPlan* faults = nullptr;
 };
 
 class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
@@ -218,6 +232,11 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   // it reads, writes and polls nothing more, so the server sees silence, not
   // a disconnect. Stop() still ends it.
   void Freeze();
+  // The fault plan's kill (FleetSetup::faults): the connection is cut with
+  // no Goodbye and the device is silent until the plan revives it, or for
+  // good (then it counts as failed).
+  void Kill();
+  bool killed_for_good() const { return killed_for_good_; }
 
   // The job this device was told to expect has finished on the device
   // (FleetSetup::job: the echo job's round 2, the FedWalk HCT job's round
@@ -263,6 +282,12 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   void Fail(const std::string& why);
   // Moves the role's counts into the fleet counters (after every step).
   void NoteProgress();
+  // Fault injection: whether the device has reached the plan's kill phase,
+  // and the timer that kills it DELAY later.
+  bool ReachedPhase(FaultPhase phase) const;
+  void MaybeScheduleKill();
+  // The plan's wire draw for one batch of bytes; may flip a byte of it.
+  WireFault WireDraw(std::vector<uint8_t>& bytes, size_t size);
 
   const FleetSetup& fleet_;
   DeviceSetup setup_;
@@ -359,6 +384,12 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   bool connection_up_ = false;
   bool stopping_ = false;
   bool frozen_ = false;
+  // Fault injection (FleetSetup::faults).
+  bool kill_scheduled_ = false;
+  bool dead_ = false;
+  bool killed_for_good_ = false;
+  WireDice dice_{0};
+  asio::steady_timer fault_timer_;
   bool failed_ = false;
   bool counted_finished_ = false;
   uint32_t connection_epoch_ = 0;
