@@ -349,6 +349,7 @@ void EmulatedDevice::Kill() {
       return;
     }
     self->dead_ = true;
+    self->was_killed_ = true;
     self->fleet_.stats->faults_killed.fetch_add(1);
     self->CloseSocket();  // no Goodbye, no close_notify: the server sees the connection drop
     self->poll_timer_.cancel();

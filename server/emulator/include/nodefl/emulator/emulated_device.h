@@ -237,6 +237,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   // good (then it counts as failed).
   void Kill();
   bool killed_for_good() const { return killed_for_good_; }
+  bool was_killed() const { return was_killed_; }  // at some point, revived or not
 
   // The job this device was told to expect has finished on the device
   // (FleetSetup::job: the echo job's round 2, the FedWalk HCT job's round
@@ -388,6 +389,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   bool kill_scheduled_ = false;
   bool dead_ = false;
   bool killed_for_good_ = false;
+  bool was_killed_ = false;
   WireDice dice_{0};
   asio::steady_timer fault_timer_;
   bool failed_ = false;
