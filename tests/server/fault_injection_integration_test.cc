@@ -58,6 +58,7 @@ struct Case {
   const char* job;    // echo, fedwalk, compare, lumos
   const char* faults;  // the --faults spec
   bool revived() const { return std::string(faults).find("revive=") != std::string::npos; }
+  bool kills() const { return std::string(faults).find("kill=") != std::string::npos; }
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
@@ -117,7 +118,13 @@ void RunWithFaults(EmulatedFleet& f, const Case& c) {
   // finish the echo and the walks; comparison sessions that were running
   // when a party died stay aborted (recorded, not retried), so whether
   // those jobs verify depends on the timing: the test checks their lines.
-  if (!c.revived()) {
+  if (!c.kills()) {
+    // Wire faults: a round start or job record queued on a connection that
+    // breaks is not sent again after the resume (docs/reliability.md,
+    // "Known gaps"), so devices may miss rounds; the test checks that the
+    // job records them.
+    plan.expected_exit = std::nullopt;
+  } else if (!c.revived()) {
     plan.expected_exit = 1;
   } else if (job == "echo" || job == "fedwalk") {
     plan.expected_exit = 0;
@@ -151,8 +158,14 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
 
   // The plan did what it says: three devices killed (or, having finished
   // before their kill time, spared and counted).
-  EXPECT_EQ(f.stats.faults_killed + f.stats.faults_kill_missed, kKilled);
-  EXPECT_GE(f.stats.faults_killed, 1u) << "the kill phase came too late to test anything";
+  EXPECT_EQ(f.stats.faults_killed + f.stats.faults_kill_missed, c.kills() ? kKilled : 0u);
+  if (c.kills()) {
+    EXPECT_GE(f.stats.faults_killed, 1u) << "the kill phase came too late to test anything";
+  } else {
+    // Wire faults: connections did break, and every device came back.
+    EXPECT_GT(f.stats.faults_dropped + f.stats.faults_corrupted + f.stats.faults_cut, 0u);
+    EXPECT_GT(f.stats.reconnects, 0u);
+  }
   if (c.revived()) {
     EXPECT_EQ(f.stats.faults_revived, f.stats.faults_killed);
   } else {
@@ -168,8 +181,10 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
       EXPECT_FALSE(d->finished());
     } else if (d->was_killed()) {
       revived_unfinished += d->finished() ? 0 : 1;
-    } else {
+    } else if (c.kills()) {
       EXPECT_TRUE(d->finished()) << "device " << d->id() << ": " << d->last_error();
+    } else {
+      revived_unfinished += d->finished() ? 0 : 1;  // wire faults: a missed round must be recorded
     }
   }
   EXPECT_EQ(dead, c.revived() ? 0u : uint32_t(f.stats.faults_killed));
@@ -177,10 +192,10 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
   {
     const auto last = LastLine(log, "job_finished");
     uint64_t missed = 0;
-    for (const char* key : {"missed_round2", "missed_round3", "missed_report", "missed"}) {
+    for (const char* key : {"missed_round1", "missed_round2", "missed_round3", "missed_report", "missed"}) {
       if (last.count(key) != 0) missed += std::stoull(last.at(key));
     }
-    EXPECT_LE(revived_unfinished, missed) << "a revived device did not finish and the job did not record it\n" << log;
+    EXPECT_LE(revived_unfinished, missed) << "a device did not finish and the job did not record it\n" << log;
   }
 
   if (job == "echo") {
@@ -194,7 +209,7 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
     if (c.revived()) {
       EXPECT_EQ(s.at("verified"), "true") << log;
       EXPECT_EQ(Number(s, "received_verified"), Number(s, "expected_messages"));
-    } else {
+    } else if (c.kills()) {
       EXPECT_EQ(Number(s, "missed_round2"), dead) << log;
     }
     for (const auto& d : f.devices) {
@@ -269,6 +284,10 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
 const Case kCases[] = {
     {"echo_killed", "echo", "kill=0.1@echo"},
     {"echo_killed_and_revived", "echo", "kill=0.1@echo,revive=1s"},
+    // Connections break (a write or read in 50 is lost, one in 50 garbled,
+    // one in 50 cut) and a few devices are slow: nothing arrives twice or
+    // forged, and every device that missed a round is on record.
+    {"echo_wire_faults", "echo", "drop=0.02,corrupt=0.02,cut=0.02,slow=0.2:20ms"},
     {"fedwalk_walks_killed", "fedwalk", "kill=0.1@walks+100ms"},
     {"fedwalk_walks_killed_and_revived", "fedwalk", "kill=0.1@walks+100ms,revive=1s"},
     {"compare_killed", "compare", "kill=0.1@compare"},

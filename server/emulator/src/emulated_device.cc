@@ -61,7 +61,9 @@ uint64_t EmulatedDevice::NowMicros() const {
 }
 
 void EmulatedDevice::Fail(const std::string& why) {
-  if (!failed_) fleet_.stats->failed.fetch_add(1);
+  // A device that finished its job and then lost its connection (the
+  // server had ended) is counted once, as finished.
+  if (!failed_ && !counted_finished_) fleet_.stats->failed.fetch_add(1);
   failed_ = true;
   last_error_ = why;
 }
