@@ -68,6 +68,9 @@ void JobRunner::OnJobReport(uint32_t device, uint64_t job_id, uint32_t round,
       ctx_.log->Warn("job_report_ignored", {{"device", device}, {"job", job_id}, {"round", round}});
       return;
     }
+    if (auto it = sent_starts_.find(device); it != sent_starts_.end() && it->second.round == round) {
+      sent_starts_.erase(it);  // it has the round
+    }
     Dispatch(job_->OnReport(device, round, report, NowMicros()));
     if (job_->finished()) FinishJob();
   });
@@ -89,6 +92,7 @@ void JobRunner::Tick() {
   PublishDirectoryWhenReady();
   if (job_) {
     if (!job_->finished()) {
+      ResendStartsAfterReconnects();
       Dispatch(job_->Poll(NowMicros()));
       if (job_->finished()) {
         FinishJob();
@@ -261,11 +265,20 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
                                  {"devices", start.devices.size()},
                                  {"artefacts", artefacts.size()},
                                  {"artefact_bytes_each", artefact_bytes}});
+    const bool resendable = artefacts.empty() && !directory;
     for (uint32_t device : start.devices) {
       auto target = ctx_.registry->CurrentTarget(device);
       if (!target) {  // offline: the job decides (by default the round's deadline catches it)
+        sent_starts_.erase(device);
         job_->OnUndeliverable(device, NowMicros());
         continue;
+      }
+      if (resendable) {
+        const auto snap = ctx_.registry->Snapshot(device);
+        sent_starts_[device] =
+            SentStart{start.round, device_deadline, start.parameters, snap ? snap->generation : 0, Clock::now()};
+      } else {
+        sent_starts_.erase(device);
       }
       std::static_pointer_cast<Connection>(target)->SendJobRound(current_job_id_, start.round, job_->kind(),
                                                                  device_deadline, start.parameters, artefacts,
@@ -274,8 +287,35 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
   }
 }
 
+void JobRunner::ResendStartsAfterReconnects() {
+  // A few times a second is soon enough for a device that just came back.
+  if (Clock::now() - last_resend_check_ < std::chrono::milliseconds(500)) return;
+  last_resend_check_ = Clock::now();
+  for (auto& [device, sent] : sent_starts_) {
+    const auto snap = ctx_.registry->Snapshot(device);
+    if (!snap || !snap->online || snap->generation == sent.generation) continue;
+    auto target = ctx_.registry->CurrentTarget(device);
+    if (!target) continue;
+    // What is left of the round's device deadline.
+    const auto elapsed_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - sent.sent).count();
+    const uint32_t left =
+        elapsed_ms >= sent.deadline_ms ? 1u : sent.deadline_ms - static_cast<uint32_t>(elapsed_ms);
+    sent.generation = snap->generation;
+    ++starts_resent_;
+    ctx_.log->Debug("job_round_resent", {{"job", current_job_id_}, {"device", device}, {"round", sent.round}});
+    std::static_pointer_cast<Connection>(target)->SendJobRound(current_job_id_, sent.round, job_->kind(), left,
+                                                               sent.parameters, {}, false);
+  }
+}
+
 void JobRunner::FinishJob() {
   if (ctx_.job_keys != nullptr) ctx_.job_keys->EndJob(current_job_id_);
+  if (starts_resent_ != 0) {
+    ctx_.log->Info("job_rounds_resent", {{"job", current_job_id_}, {"starts", starts_resent_}});
+  }
+  sent_starts_.clear();
+  starts_resent_ = 0;
   job_->LogSummary(*ctx_.log, current_job_id_);
   ctx_.log->Info("job_traffic", {{"job", current_job_id_},
                                  {"artefact_bytes_sent", ctx_.counters.artefact_bytes.load()},
