@@ -74,10 +74,12 @@ void RunWithFaults(EmulatedFleet& f, const Case& c) {
   const auto why = emulator::ParseFaultPlan(c.faults, &faults);
   ASSERT_FALSE(why.has_value()) << *why;
   plan.faults = faults;
-  // Dead devices hold every phase up to its deadline: short ones, but
-  // longer than a revival (1 s), so that revived devices take part again.
+  // A device offline for offline_grace_ms while it owes a report misses
+  // the round at once, long before the round deadlines; the grace is longer
+  // than a revival (1 s), so revived devices take part again.
   plan.configure_server = [&](server::ServerConfig& config) {
-    config.job_round_deadline_ms = 4000;
+    config.job_round_deadline_ms = c.kills() ? 20000 : 8000;
+    config.offline_grace_ms = 2500;
     config.peer_key_wait_ms = 4000;
     config.max_devices = 64;
     if (job == "echo") config.job = "neighbour-echo";
@@ -85,7 +87,7 @@ void RunWithFaults(EmulatedFleet& f, const Case& c) {
       config.job = "fedwalk";
       auto& o = server::jobs::Options<server::jobs::FedWalkJobConfig>(config);
       o.mode = "paper";
-      o.walks_per_vertex = 10;
+      o.walks_per_vertex = 4;  // 136 slots: one wave of walks in flight
       // Ten dead devices' worth of walks end at this deadline: on a graph
       // of 34, few walks of 40 hops avoid three dead nodes, and too few
       // finish for the stall window (recent_latencies.h) to arm.
@@ -211,6 +213,14 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
       EXPECT_EQ(Number(s, "received_verified"), Number(s, "expected_messages"));
     } else if (c.kills()) {
       EXPECT_EQ(Number(s, "missed_round2"), dead) << log;
+      // The dead were given up after the grace, not at the deadline.
+      size_t gone = 0;
+      for (size_t at = log.find("event=job_device_gone"); at != std::string::npos;
+           at = log.find("event=job_device_gone", at + 1)) {
+        ++gone;
+      }
+      EXPECT_EQ(gone, dead) << log;
+      EXPECT_LT(std::stod(s.at("seconds_send")), 15.0) << log;
     } else {
       // Broken connections: the server sends a round's start again to a
       // device that comes back before reporting it, so no round is missed.

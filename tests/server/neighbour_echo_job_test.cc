@@ -99,5 +99,27 @@ TEST(NeighbourEchoJobTest, FailedKeyRoundExcludesDevice) {
   EXPECT_EQ(job.summary().missed_round1, (std::vector<uint32_t>{0}));
 }
 
+// A device the server gives up on (offline past its grace) misses the
+// running round at once: round 2 starts, and the job ends, without waiting
+// for the deadlines (1000 s here).
+TEST(NeighbourEchoJobTest, UnreachableDeviceMissesTheRoundAtOnce) {
+  NeighbourEchoJob job({7, 1'000'000, 1'000'000}, {0, 1, 2});
+  job.Begin(0);
+  job.OnReport(0, 1, Report(1), 1);
+  job.OnReport(1, 1, Report(1), 2);
+  const auto round2 = job.OnUnreachable(2, 3);
+  EXPECT_EQ(round2.round, 2u);
+  EXPECT_EQ(round2.devices, (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(job.summary().missed_round1, (std::vector<uint32_t>{2}));
+  job.OnReport(0, 2, Report(1, 1, 1), 4);
+  EXPECT_TRUE(job.OnUnreachable(0, 5).devices.empty());  // reported already: nothing changes
+  EXPECT_FALSE(job.finished());
+  EXPECT_TRUE(job.OnUnreachable(1, 6).devices.empty());
+  EXPECT_TRUE(job.finished());
+  EXPECT_EQ(job.summary().missed_round2, (std::vector<uint32_t>{1}));
+  EXPECT_EQ(job.summary().reported, 1u);
+  EXPECT_TRUE(job.OnUnreachable(9, 7).devices.empty());  // a stranger
+}
+
 }  // namespace
 }  // namespace nodefl::server::jobs

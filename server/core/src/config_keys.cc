@@ -36,6 +36,9 @@ constexpr std::array kKeys = {
             "a sender waiting for queue space is refused after the destination made no progress this long"},
     KeySpec{"peer_key_wait_ms", &C::peer_key_wait_ms,
             "answer a peer-key request for a device without a job key after this long (0 = at once)"},
+    KeySpec{"offline_grace_ms", &C::offline_grace_ms,
+            "a participant owing a report and offline this long misses the round at once (0 = wait for the "
+            "round's deadline)"},
     KeySpec{"peer_keys", &C::peer_keys,
             "how devices of device-to-device jobs get peer keys: request (names neighbours to the server) or "
             "directory (every participant's keys as one artefact, filtered on the device)"},

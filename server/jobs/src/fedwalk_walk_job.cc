@@ -194,6 +194,13 @@ void FedWalkWalkJob::LoseIssue(uint32_t walk_id, uint64_t now_us, uint64_t* reas
 }
 
 void FedWalkWalkJob::OnUndeliverable(uint32_t device, uint64_t now_us) {
+  // Rounds 1 and 3 wait for reports: one that cannot come is a miss now,
+  // not at the round's deadline.
+  if (auto it = device_state_.find(device); it != device_state_.end()) {
+    if ((phase_ == Phase::kKeys && it->second == kWaitingKeys) || (phase_ == Phase::kReport && it->second == kReady)) {
+      it->second = kMissed;
+    }
+  }
   if (phase_ != Phase::kWalks) return;
   // Every walk issued to this device that has not produced a result: its
   // start record could not be delivered.

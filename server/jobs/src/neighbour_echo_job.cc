@@ -119,6 +119,26 @@ NeighbourEchoJob::StartRound NeighbourEchoJob::OnReport(uint32_t device, uint32_
   return {};
 }
 
+NeighbourEchoJob::StartRound NeighbourEchoJob::OnUnreachable(uint32_t device, uint64_t now_us) {
+  auto it = devices_.find(device);
+  if (it == devices_.end()) return {};
+  DeviceState& state = it->second;
+  if (phase_ == Phase::kKeys && state == DeviceState::kWaitingKeys) {
+    state = DeviceState::kMissed;
+    summary_.missed_round1.push_back(device);
+    const bool all_in = std::none_of(devices_.begin(), devices_.end(), [](const auto& kv) {
+      return kv.second == DeviceState::kWaitingKeys;
+    });
+    return all_in ? BeginRound2(now_us) : StartRound{};
+  }
+  if (phase_ == Phase::kSend && state == DeviceState::kKeysReady) {
+    state = DeviceState::kMissed;
+    summary_.missed_round2.push_back(device);
+    if (summary_.reported + summary_.missed_round2.size() == summary_.keys_ready) Finish(now_us);
+  }
+  return {};
+}
+
 NeighbourEchoJob::StartRound NeighbourEchoJob::Poll(uint64_t now_us) {
   const uint64_t elapsed_ms = (now_us - round_started_us_) / 1000;
   if (phase_ == Phase::kKeys && elapsed_ms >= options_.round1_deadline_ms) return BeginRound2(now_us);

@@ -50,7 +50,15 @@ std::vector<RoundStart> NeighbourEchoRunnerJob::OnUpload(uint32_t, uint32_t, uin
   return {};
 }
 
-std::vector<RoundStart> NeighbourEchoRunnerJob::Poll(uint64_t now_us) { return Convert(job_.Poll(now_us)); }
+std::vector<RoundStart> NeighbourEchoRunnerJob::Poll(uint64_t now_us) {
+  std::vector<RoundStart> out = std::exchange(pending_, {});
+  for (RoundStart& r : Convert(job_.Poll(now_us))) out.push_back(std::move(r));
+  return out;
+}
+
+void NeighbourEchoRunnerJob::OnUndeliverable(uint32_t device, uint64_t now_us) {
+  for (RoundStart& r : Convert(job_.OnUnreachable(device, now_us))) pending_.push_back(std::move(r));
+}
 
 void NeighbourEchoRunnerJob::LogSummary(Logger& log, uint64_t job_id) const {
   const EchoSummary& s = job_.summary();

@@ -92,7 +92,7 @@ void JobRunner::Tick() {
   PublishDirectoryWhenReady();
   if (job_) {
     if (!job_->finished()) {
-      ResendStartsAfterReconnects();
+      WatchUnreportedDevices();
       Dispatch(job_->Poll(NowMicros()));
       if (job_->finished()) {
         FinishJob();
@@ -273,13 +273,10 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
         job_->OnUndeliverable(device, NowMicros());
         continue;
       }
-      if (resendable) {
-        const auto snap = ctx_.registry->Snapshot(device);
-        sent_starts_[device] =
-            SentStart{start.round, device_deadline, start.parameters, snap ? snap->generation : 0, Clock::now()};
-      } else {
-        sent_starts_.erase(device);
-      }
+      const auto snap = ctx_.registry->Snapshot(device);
+      sent_starts_[device] = SentStart{resendable, start.round, device_deadline,
+                                       resendable ? start.parameters : std::vector<uint8_t>{},
+                                       snap ? snap->generation : 0, Clock::now()};
       std::static_pointer_cast<Connection>(target)->SendJobRound(current_job_id_, start.round, job_->kind(),
                                                                  device_deadline, start.parameters, artefacts,
                                                                  directory);
@@ -287,13 +284,23 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
   }
 }
 
-void JobRunner::ResendStartsAfterReconnects() {
+void JobRunner::WatchUnreportedDevices() {
   // A few times a second is soon enough for a device that just came back.
   if (Clock::now() - last_resend_check_ < std::chrono::milliseconds(500)) return;
   last_resend_check_ = Clock::now();
+  const auto grace = std::chrono::milliseconds(ctx_.config.offline_grace_ms);
+  std::vector<uint32_t> gone;
   for (auto& [device, sent] : sent_starts_) {
     const auto snap = ctx_.registry->Snapshot(device);
-    if (!snap || !snap->online || snap->generation == sent.generation) continue;
+    if (!snap) continue;
+    if (!snap->online) {
+      // last_seen is the detach (or a later message): offline since then.
+      if (ctx_.config.offline_grace_ms != 0 && snap->last_seen && Clock::now() - *snap->last_seen >= grace) {
+        gone.push_back(device);
+      }
+      continue;
+    }
+    if (snap->generation == sent.generation || !sent.resendable) continue;
     auto target = ctx_.registry->CurrentTarget(device);
     if (!target) continue;
     // What is left of the round's device deadline.
@@ -307,15 +314,28 @@ void JobRunner::ResendStartsAfterReconnects() {
     std::static_pointer_cast<Connection>(target)->SendJobRound(current_job_id_, sent.round, job_->kind(), left,
                                                                sent.parameters, {}, false);
   }
+  for (uint32_t device : gone) {
+    ctx_.log->Info("job_device_gone", {{"job", current_job_id_},
+                                       {"device", device},
+                                       {"round", sent_starts_[device].round},
+                                       {"offline_grace_ms", ctx_.config.offline_grace_ms}});
+    sent_starts_.erase(device);
+    ++devices_gone_;
+    job_->OnUndeliverable(device, NowMicros());
+    if (job_->finished()) break;
+  }
 }
 
 void JobRunner::FinishJob() {
   if (ctx_.job_keys != nullptr) ctx_.job_keys->EndJob(current_job_id_);
-  if (starts_resent_ != 0) {
-    ctx_.log->Info("job_rounds_resent", {{"job", current_job_id_}, {"starts", starts_resent_}});
+  if (starts_resent_ != 0 || devices_gone_ != 0) {
+    ctx_.log->Info("job_reconnects", {{"job", current_job_id_},
+                                      {"starts_resent", starts_resent_},
+                                      {"devices_gone", devices_gone_}});
   }
   sent_starts_.clear();
   starts_resent_ = 0;
+  devices_gone_ = 0;
   job_->LogSummary(*ctx_.log, current_job_id_);
   ctx_.log->Info("job_traffic", {{"job", current_job_id_},
                                  {"artefact_bytes_sent", ctx_.counters.artefact_bytes.load()},

@@ -58,6 +58,11 @@ struct ServerConfig {
   // (JobKey) yet is answered once it has, or after this long with the
   // certificate alone, which the device cannot key (0: answer at once).
   uint32_t peer_key_wait_ms = 30000;
+  // A participant that owes a report for the running round and has been
+  // offline this long is unreachable to the job (Job::OnUndeliverable): it
+  // misses the round now instead of holding it to its deadline. 0: wait for
+  // the deadlines.
+  uint32_t offline_grace_ms = 30000;
   // How devices of device-to-device jobs get their peers' certificates and
   // job keys: "request" (PeerKeyRequest, which names each device's
   // neighbours to the server) or "directory" (one public artefact with

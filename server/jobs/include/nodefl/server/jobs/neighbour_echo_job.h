@@ -79,6 +79,10 @@ class NeighbourEchoJob {
                       uint64_t now_us);
   // Deadlines. May start round 2 (returned) or finish the job.
   StartRound Poll(uint64_t now_us);
+  // `device` is unreachable (offline past the server's grace, or a start
+  // could not be sent): it misses the running round now rather than at its
+  // deadline. May start round 2 (returned) or finish the job.
+  StartRound OnUnreachable(uint32_t device, uint64_t now_us);
 
   bool finished() const { return phase_ == Phase::kFinished; }
   uint32_t round() const;

@@ -23,6 +23,8 @@ class NeighbourEchoRunnerJob final : public Job {
   std::vector<RoundStart> OnUpload(uint32_t device, uint32_t round, uint32_t artefact, std::vector<uint8_t> bytes,
                                    uint64_t now_us) override;
   std::vector<RoundStart> Poll(uint64_t now_us) override;
+  // The device misses the running round now (it cannot be reached).
+  void OnUndeliverable(uint32_t device, uint64_t now_us) override;
   bool finished() const override { return job_.finished(); }
   bool succeeded() const override { return job_.finished() && job_.summary().verified(); }
   std::string ProgressLine() const override { return job_.ProgressLine(); }
@@ -35,6 +37,8 @@ class NeighbourEchoRunnerJob final : public Job {
 
   NeighbourEchoJob job_;
   std::vector<uint8_t> parameters_;
+  // A round an unreachable device's miss started, handed out at the next Poll.
+  std::vector<RoundStart> pending_;
   uint64_t uploads_refused_ = 0;
 };
 

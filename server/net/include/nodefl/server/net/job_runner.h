@@ -58,8 +58,9 @@ class JobRunner final : public JobSink {
   // keys (or peer_key_wait_ms passed), streams them the peer directory.
   void PublishDirectoryWhenReady();
   // Sends a device that came back on a new connection the round start it
-  // has not reported yet (see sent_starts_).
-  void ResendStartsAfterReconnects();
+  // has not reported yet (see sent_starts_), and gives up on one that has
+  // been offline longer than offline_grace_ms (Job::OnUndeliverable).
+  void WatchUnreportedDevices();
 
   ServerContext& ctx_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
@@ -72,13 +73,14 @@ class JobRunner final : public JobSink {
   Clock::time_point epoch_ = Clock::now();
   std::optional<Clock::time_point> first_online_;
   Clock::time_point last_progress_{};
-  // The round start each device was sent last and has not reported yet,
-  // for rounds without artefacts or a peer directory. Whatever was queued
-  // on a connection that broke may be lost, so a device seen on a new
-  // connection (a higher registry generation) gets it again; the device
-  // ignores a start for a round it already runs (DeviceSession). Rounds
-  // with artefacts are not sent again (docs/reliability.md).
+  // The round start each device was sent last and has not reported yet.
+  // Whatever was queued on a connection that broke may be lost, so a device
+  // seen on a new connection (a higher registry generation) gets it again
+  // (rounds without artefacts or a peer directory; the device ignores a
+  // start for a round it already runs, DeviceSession). One offline for
+  // longer than offline_grace_ms is given up on (docs/reliability.md).
   struct SentStart {
+    bool resendable = false;
     uint32_t round = 0;
     uint32_t deadline_ms = 0;
     std::vector<uint8_t> parameters;
@@ -88,6 +90,7 @@ class JobRunner final : public JobSink {
   std::map<uint32_t, SentStart> sent_starts_;
   Clock::time_point last_resend_check_{};
   uint64_t starts_resent_ = 0;  // this job
+  uint64_t devices_gone_ = 0;   // this job: offline past offline_grace_ms
   std::unique_ptr<jobs::Job> job_;
   std::unique_ptr<jobs::Job> previous_job_;  // the finished stage the current one builds on
   std::vector<std::string> stages_;
