@@ -186,26 +186,6 @@ TEST(DeviceSessionTest, RelayDeliveriesAreAckedAndDuplicatesSkippedAfterResume) 
   EXPECT_EQ(f.session.counters().relay_duplicates, 1u);
 }
 
-// After a reconnect the server sends a round's start again to a device that
-// has not reported the round (whatever was queued on the old connection may
-// be lost): the role sees each round's start once, and a new round passes.
-TEST(DeviceSessionTest, RepeatedRoundStartIsSkipped) {
-  Fixture f;
-  f.Register();
-  ASSERT_TRUE(f.Feed(f.server.JobStart(9, 1)).ok());
-  ASSERT_TRUE(f.session.Reconnect(5).ok());
-  ScriptedServer::Read(f.session);
-  f.server.Restart();
-  ASSERT_TRUE(f.Feed(f.server.Welcome(/*resumed=*/true)).ok());
-  ASSERT_TRUE(f.Feed(f.server.JobStart(9, 1)).ok());  // the resend
-  ASSERT_EQ(f.role.seen.size(), 1u);
-  EXPECT_EQ(f.session.counters().repeated_starts, 1u);
-  ASSERT_TRUE(f.Feed(f.server.JobStart(9, 2)).ok());  // the next round
-  ASSERT_TRUE(f.Feed(f.server.JobStart(10, 1)).ok());  // another job's first round
-  EXPECT_EQ(f.role.seen.size(), 3u);
-  EXPECT_EQ(f.session.counters().repeated_starts, 1u);
-}
-
 TEST(DeviceSessionTest, FreshServerSessionResetsRelayNumbering) {
   Fixture f;
   f.Register();

@@ -47,16 +47,11 @@ Role* DeviceSession::RoleForKind(nodefl_wire_JobKind kind) {
   return nullptr;
 }
 
-DeviceSession::ActiveJob* DeviceSession::FindJob(uint64_t job_id) {
-  for (ActiveJob& j : jobs_) {
-    if (j.job_id == job_id) return &j;
+Role* DeviceSession::RoleForJob(uint64_t job_id) {
+  for (const ActiveJob& j : jobs_) {
+    if (j.job_id == job_id) return j.role;
   }
   return nullptr;
-}
-
-Role* DeviceSession::RoleForJob(uint64_t job_id) {
-  const ActiveJob* j = FindJob(job_id);
-  return j == nullptr ? nullptr : j->role;
 }
 
 bool DeviceSession::CanSend() const {
@@ -297,22 +292,16 @@ Status DeviceSession::HandleJobMessage() {
     const uint32_t kind = protocol::EnumValue(in_.body.job_start.kind);
     role = protocol::IsKnownJobKind(kind) ? RoleForKind(static_cast<nodefl_wire_JobKind>(kind)) : nullptr;
     if (role == nullptr) return Fail(Status::Unimplemented(), "job kind not supported by this device");
-    ActiveJob* job = FindJob(in_.job_id);
-    if (job == nullptr) {
+    if (RoleForJob(in_.job_id) == nullptr) {
       if (jobs_.full()) {
         // Forget the oldest job: a device runs a few jobs at a time, and a
         // late message for a forgotten job is refused, not misrouted.
         for (size_t i = 1; i < jobs_.size(); ++i) jobs_[i - 1] = jobs_[i];
         jobs_.pop_back();
       }
-      const Status added = jobs_.push_back(ActiveJob{in_.job_id, role, 0});
+      const Status added = jobs_.push_back(ActiveJob{in_.job_id, role});
       if (!added.ok()) return Fail(added, "too many active jobs");
-      job = &jobs_[jobs_.size() - 1];
-    } else if (job->started_round == in_.round && in_.round != 0) {
-      ++counters_.repeated_starts;  // sent again after a reconnect: already running
-      return Status::Ok();
     }
-    job->started_round = in_.round;
   } else {
     role = RoleForJob(in_.job_id);
     if (role == nullptr) return Fail(Status::FailedPrecondition(), "message for an unknown job");

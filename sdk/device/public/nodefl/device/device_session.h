@@ -119,7 +119,6 @@ class DeviceSession {
     uint64_t relay_delivered = 0;   // passed to roles
     uint64_t relay_duplicates = 0;  // re-deliveries skipped after a resume
     uint64_t relay_orphans = 0;     // for a job no role runs
-    uint64_t repeated_starts = 0;   // a JobStart for a round already started, skipped (a resend after a reconnect)
   };
   const Counters& counters() const { return counters_; }
 
@@ -127,10 +126,6 @@ class DeviceSession {
   struct ActiveJob {
     uint64_t job_id;
     Role* role;
-    // The round of the last JobStart handed to the role (0: none yet). The
-    // server sends a round's start again to a device that reconnects
-    // before reporting the round; the role must see it once.
-    uint32_t started_round = 0;
   };
   static constexpr size_t kMaxActiveJobs = NODEFL_MAX_ACTIVE_JOBS;
 
@@ -150,7 +145,6 @@ class DeviceSession {
   // Reports whose code is not OK (a refused release, a failed round).
   void LogReport(const nodefl_wire_Envelope& message) const;
   Role* RoleForJob(uint64_t job_id);
-  ActiveJob* FindJob(uint64_t job_id);
   Role* RoleForKind(nodefl_wire_JobKind kind);
 
   SessionOptions options_;
