@@ -254,7 +254,8 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
         << log;
     EXPECT_EQ(Number(s, "bad_results"), 0u);
     EXPECT_EQ(Number(s, "protocol_errors"), 0u);
-    EXPECT_GT(Number(s, "completed"), 0u);
+    // (With devices dead for good, a walk of 40 hops rarely avoids them,
+    // (1 - 0.1)^40 = 1.5%: none may complete, so no count is asserted.)
     // Devices that came back carry on the walks queued for them; what they
     // lost with their connection is issued again.
     if (c.revived()) {
