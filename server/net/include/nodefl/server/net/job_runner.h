@@ -76,9 +76,9 @@ class JobRunner final : public JobSink {
   // The round start each device was sent last and has not reported yet.
   // Whatever was queued on a connection that broke may be lost, so a device
   // seen on a new connection (a higher registry generation) gets it again
-  // (rounds without artefacts or a peer directory; the device ignores a
-  // start for a round it already runs, DeviceSession). One offline for
-  // longer than offline_grace_ms is given up on (docs/reliability.md).
+  // (rounds without artefacts or a peer directory; a role takes a start for
+  // the round it already runs as a repeat, docs/protocol.md). One offline
+  // for longer than offline_grace_ms is given up on (docs/reliability.md).
   struct SentStart {
     bool resendable = false;
     uint32_t round = 0;
