@@ -70,9 +70,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t selector = data[0];
   const ConstByteSpan b(data + 1, size - 1);
   switch (selector % 12) {
-    case 0:
+    case 0: {
       Use(nodefl::echo::DecodeEchoParameters(b));
+      const nodefl::Result<uint32_t> gone = nodefl::echo::DecodeEchoPeersGone(b);
+      if (gone.ok()) {
+        for (uint32_t i = 0; i < *gone; ++i) (void)nodefl::echo::EchoPeersGoneAt(b, i);
+      }
       break;
+    }
     case 1:
       Use(nodefl::compare::DecodeCompareParameters(b));
       Use(nodefl::compare::DecodeSessionStart(b));

@@ -121,5 +121,62 @@ TEST(NeighbourEchoJobTest, UnreachableDeviceMissesTheRoundAtOnce) {
   EXPECT_TRUE(job.OnUnreachable(9, 7).devices.empty());  // a stranger
 }
 
+// The devices given up on are named to the round-2 devices still running:
+// round-1 misses when round 2 starts, round-2 misses as they happen; a
+// device that reported, or is itself gone, is not told; each miss is told
+// once.
+TEST(NeighbourEchoJobTest, PeersGoneAreToldToTheDevicesStillRunning) {
+  NeighbourEchoJob job({7, 1'000'000, 1'000'000}, {0, 1, 2, 3, 4});
+  job.Begin(0);
+  EXPECT_TRUE(job.TakePeersGone().gone.empty());  // round 1: nothing to tell
+  job.OnReport(0, 1, Report(1), 1);
+  job.OnReport(1, 1, Report(3), 2);
+  job.OnReport(2, 1, Report(2), 3);
+  job.OnReport(3, 1, Report(1, 0, 0, 0, 0, /*code=*/16), 4);  // its keys failed
+  EXPECT_TRUE(job.TakePeersGone().gone.empty());
+  const auto round2 = job.OnUnreachable(4, 5);
+  ASSERT_EQ(round2.round, 2u);
+  EXPECT_EQ(round2.devices, (std::vector<uint32_t>{0, 1, 2}));
+  auto told = job.TakePeersGone();
+  EXPECT_EQ(told.gone, (std::vector<uint32_t>{3, 4}));
+  EXPECT_EQ(told.recipients, (std::vector<uint32_t>{0, 1, 2}));
+  EXPECT_TRUE(job.TakePeersGone().gone.empty());  // told once
+
+  nodefl_wire_JobReport done = Report(1, 1, 0);
+  done.abandoned = 1;
+  done.code = 14;  // UNAVAILABLE: settled with a message abandoned
+  job.OnReport(0, 2, done, 6);
+  job.OnUnreachable(2, 7);
+  told = job.TakePeersGone();
+  EXPECT_EQ(told.gone, (std::vector<uint32_t>{2}));
+  EXPECT_EQ(told.recipients, (std::vector<uint32_t>{1}));  // 0 reported, 2 is the one gone
+  EXPECT_EQ(job.summary().gone_notices, 4u);
+
+  nodefl_wire_JobReport last = Report(3, 3, 1);
+  last.abandoned = 2;
+  job.OnReport(1, 2, last, 8);
+  ASSERT_TRUE(job.finished());
+  EXPECT_EQ(job.summary().abandoned, 3u);
+  EXPECT_EQ(job.summary().unclean, (std::vector<uint32_t>{0, 1}));
+  EXPECT_FALSE(job.summary().verified());
+  EXPECT_TRUE(job.TakePeersGone().gone.empty());
+}
+
+// The last device of round 2 going leaves nobody to tell.
+TEST(NeighbourEchoJobTest, NoRecipientsNoNotice) {
+  NeighbourEchoJob job({7, 1'000'000, 1'000'000}, {0, 1});
+  job.Begin(0);
+  job.OnReport(0, 1, Report(1), 1);
+  job.OnReport(1, 1, Report(1), 2);
+  EXPECT_TRUE(job.TakePeersGone().gone.empty());
+  job.OnReport(0, 2, Report(1, 1, 1), 3);
+  job.OnUnreachable(1, 4);
+  EXPECT_TRUE(job.finished());
+  const auto told = job.TakePeersGone();
+  EXPECT_TRUE(told.gone.empty());
+  EXPECT_TRUE(told.recipients.empty());
+  EXPECT_EQ(job.summary().gone_notices, 0u);
+}
+
 }  // namespace
 }  // namespace nodefl::server::jobs

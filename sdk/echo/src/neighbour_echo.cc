@@ -119,6 +119,7 @@ Status NeighbourEchoRole::StartJob(const nodefl_wire_Envelope& message, uint64_t
       p.next_counter = 1;
       p.sent = p.received = 0;
       p.key_ready = false;
+      p.gone = false;
       // Every job needs each neighbour's job key; long-term pair keys
       // survive across jobs, so a known neighbour's certificate is not
       // verified again. With a directory nothing is requested: every
@@ -227,6 +228,29 @@ Status NeighbourEchoRole::HandleDelivery(const nodefl_wire_Envelope& message) {
   }
   ++peer->received;
   ++stats_.received;
+  // A neighbour declared gone sent this before it went: one fewer abandoned.
+  if (peer->gone && stats_.abandoned > 0) --stats_.abandoned;
+  return Status::Ok();
+}
+
+Status NeighbourEchoRole::HandlePeersGone(const nodefl_wire_Envelope& message) {
+  const nodefl_wire_JobData& data = message.body.job_data;
+  if (data.kind != kEchoRecordPeersGone || message.job_id != job_id_ || phase_ == Phase::kIdle) {
+    return Status::FailedPrecondition();
+  }
+  const ConstByteSpan record = protocol::BytesOf(data.data);
+  const Result<uint32_t> count = DecodeEchoPeersGone(record);
+  if (!count.ok()) return count.status();
+  for (uint32_t i = 0; i < *count; ++i) {
+    EchoPeer* peer = FindPeer(EchoPeersGoneAt(record, i));
+    // Ids of non-neighbours are the rest of the fleet's: not ours to track.
+    if (peer == nullptr || peer->gone) continue;
+    peer->gone = true;
+    // Only neighbours whose key is ready are expected to send (round 1).
+    if (peer->key_ready && peer->received < messages_per_edge_) {
+      stats_.abandoned += messages_per_edge_ - peer->received;
+    }
+  }
   return Status::Ok();
 }
 
@@ -239,6 +263,8 @@ Status NeighbourEchoRole::OnMessage(const nodefl_wire_Envelope& message, device:
       return HandleCertificate(message.body.peer_certificate);
     case nodefl_wire_Envelope_relay_deliver_tag:
       return HandleDelivery(message);
+    case nodefl_wire_Envelope_job_data_tag:
+      return HandlePeersGone(message);
     case nodefl_wire_Envelope_chunk_header_tag:
     case nodefl_wire_Envelope_chunk_tag:
       return HandleDirectoryChunk(message);
@@ -311,6 +337,7 @@ Status NeighbourEchoRole::Report(device::DeviceSession& session, uint32_t round,
   r.received = stats_.received;
   r.duplicates = stats_.duplicates;
   r.rejected = stats_.rejected;
+  r.abandoned = stats_.abandoned;
   return session.Send(m);
 }
 
@@ -335,9 +362,13 @@ Status NeighbourEchoRole::OnPoll(uint64_t now_us, device::DeviceSession& session
   if (phase_ == Phase::kSend) {
     NODEFL_TRY(SendSealed(session));
     const bool all_sent = send_cursor_ == peers_.size() && send_pass_ + 1 >= messages_per_edge_;
-    if (((all_sent && stats_.received == stats_.expected) || deadline_passed_) && session.CanSend()) {
-      const bool complete = all_sent && stats_.received == stats_.expected;
-      NODEFL_TRY(Report(session, 2, complete ? Status::Ok() : Status::DeadlineExceeded()));
+    // Everything expected arrived or was abandoned (its sender is gone).
+    const bool settled = all_sent && stats_.received + stats_.abandoned == stats_.expected;
+    if ((settled || deadline_passed_) && session.CanSend()) {
+      const Status outcome = !settled                ? Status::DeadlineExceeded()
+                             : stats_.abandoned > 0 ? Status::Unavailable()
+                                                    : Status::Ok();
+      NODEFL_TRY(Report(session, 2, outcome));
       phase_ = Phase::kDone;
       // Nothing more is sealed or opened in this job: forget its keys.
       job_key_.End();

@@ -365,6 +365,8 @@ bool EmulatedDevice::ReachedPhase(FaultPhase phase) const {
       return connection_up_;
     case FaultPhase::kEcho:
       return role_ && role_->stats().sent > 0;
+    case FaultPhase::kEchoKeys:
+      return role_ && role_->keys_reported();
     case FaultPhase::kTree:
       return hct_reported_rounds_ > 0;
     case FaultPhase::kWalks:

@@ -51,6 +51,9 @@ NeighbourEchoJob::StartRound NeighbourEchoJob::BeginRound2(uint64_t now_us) {
       summary_.missed_round1.push_back(device);
     }
   }
+  // A device that missed round 1 may have announced its job key, and its
+  // neighbours then expect its message: tell them it will not come.
+  gone_pending_.insert(gone_pending_.end(), summary_.missed_round1.begin(), summary_.missed_round1.end());
   if (start.devices.empty()) Finish(now_us);
   return start;
 }
@@ -96,6 +99,7 @@ NeighbourEchoJob::StartRound NeighbourEchoJob::OnReport(uint32_t device, uint32_
     summary_.received += report.received;
     summary_.duplicates += report.duplicates;
     summary_.rejected += report.rejected;
+    summary_.abandoned += report.abandoned;
     const bool clean = report.code == 0 && report.received == report.expected &&
                        report.duplicates == 0 && report.rejected == 0;
     if (clean) {
@@ -134,9 +138,27 @@ NeighbourEchoJob::StartRound NeighbourEchoJob::OnUnreachable(uint32_t device, ui
   if (phase_ == Phase::kSend && state == DeviceState::kKeysReady) {
     state = DeviceState::kMissed;
     summary_.missed_round2.push_back(device);
+    gone_pending_.push_back(device);
     if (summary_.reported + summary_.missed_round2.size() == summary_.keys_ready) Finish(now_us);
   }
   return {};
+}
+
+NeighbourEchoJob::PeersGone NeighbourEchoJob::TakePeersGone() {
+  PeersGone out;
+  if (gone_pending_.empty()) return out;
+  if (phase_ != Phase::kSend) {
+    gone_pending_.clear();  // nobody left to tell
+    return out;
+  }
+  out.gone = std::exchange(gone_pending_, {});
+  std::sort(out.gone.begin(), out.gone.end());
+  for (const auto& [device, state] : devices_) {
+    if (state == DeviceState::kKeysReady) out.recipients.push_back(device);
+  }
+  if (out.recipients.empty()) out.gone.clear();
+  summary_.gone_notices += out.recipients.size();
+  return out;
 }
 
 NeighbourEchoJob::StartRound NeighbourEchoJob::Poll(uint64_t now_us) {

@@ -60,6 +60,22 @@ void NeighbourEchoRunnerJob::OnUndeliverable(uint32_t device, uint64_t now_us) {
   for (RoundStart& r : Convert(job_.OnUnreachable(device, now_us))) pending_.push_back(std::move(r));
 }
 
+std::vector<DeviceData> NeighbourEchoRunnerJob::TakeData() {
+  const NeighbourEchoJob::PeersGone notice = job_.TakePeersGone();
+  std::vector<DeviceData> out;
+  for (size_t first = 0; first < notice.gone.size(); first += echo::kEchoMaxPeersGonePerRecord) {
+    const size_t count = std::min<size_t>(echo::kEchoMaxPeersGonePerRecord, notice.gone.size() - first);
+    std::vector<uint8_t> record(4 + 4 * count);
+    const Result<size_t> encoded =
+        echo::EncodeEchoPeersGone(Span<const uint32_t>(notice.gone.data() + first, count), ByteSpan(record));
+    NODEFL_CHECK(encoded.ok());  // 1 .. the maximum ids, into a buffer of their size
+    for (uint32_t device : notice.recipients) out.push_back(DeviceData{device, 2, echo::kEchoRecordPeersGone, record});
+  }
+  return out;
+}
+
+void NeighbourEchoRunnerJob::OnDataUndeliverable(const DeviceData&, uint64_t) { ++gone_notices_undelivered_; }
+
 void NeighbourEchoRunnerJob::LogSummary(Logger& log, uint64_t job_id) const {
   const EchoSummary& s = job_.summary();
   log.Info("job_finished", {{"job", job_id},
@@ -74,6 +90,9 @@ void NeighbourEchoRunnerJob::LogSummary(Logger& log, uint64_t job_id) const {
                             {"received_verified", s.received},
                             {"duplicates", s.duplicates},
                             {"rejected", s.rejected},
+                            {"abandoned", s.abandoned},
+                            {"gone_notices", s.gone_notices},
+                            {"gone_notices_undelivered", gone_notices_undelivered_},
                             {"missed_round1", s.missed_round1.size()},
                             {"missed_round2", s.missed_round2.size()},
                             {"unclean_devices", s.unclean.size()},

@@ -168,7 +168,7 @@ void JobRunner::Dispatch(std::vector<jobs::RoundStart> starts) {
     for (jobs::DeviceData& d : data) {
       auto target = ctx_.registry->CurrentTarget(d.device);
       if (!target) {
-        job_->OnUndeliverable(d.device, NowMicros());
+        job_->OnDataUndeliverable(d, NowMicros());
         continue;
       }
       std::static_pointer_cast<Connection>(target)->SendJobData(current_job_id_, d.round, d.kind, std::move(d.bytes));

@@ -36,4 +36,24 @@ Result<EchoParameters> DecodeEchoParameters(ConstByteSpan bytes) {
   return params;
 }
 
+Result<size_t> EncodeEchoPeersGone(Span<const uint32_t> devices, ByteSpan out) {
+  if (devices.empty() || devices.size() > kEchoMaxPeersGonePerRecord) return Status::InvalidArgument();
+  const size_t bytes = 4 + 4 * devices.size();
+  if (out.size() < bytes) return Status::ResourceExhausted();
+  StoreU32Le(static_cast<uint32_t>(devices.size()), out.data());
+  for (size_t i = 0; i < devices.size(); ++i) StoreU32Le(devices[i], out.data() + 4 + 4 * i);
+  return bytes;
+}
+
+Result<uint32_t> DecodeEchoPeersGone(ConstByteSpan record) {
+  if (record.size() < 4) return Status::InvalidArgument();
+  const uint32_t count = LoadU32Le(record.data());
+  if (count == 0 || count > kEchoMaxPeersGonePerRecord || record.size() != 4 + 4 * size_t{count}) {
+    return Status::InvalidArgument();
+  }
+  return count;
+}
+
+uint32_t EchoPeersGoneAt(ConstByteSpan record, size_t i) { return LoadU32Le(record.data() + 4 + 4 * i); }
+
 }  // namespace nodefl::echo

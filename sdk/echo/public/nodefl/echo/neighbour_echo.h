@@ -15,6 +15,10 @@
 //   round 2 (send): seal one message to every neighbour and send it through
 //     the relay; open and check every message that arrives; report the counts
 //     once everything expected has arrived or the round's deadline passed.
+//     A peers-gone record from the server (job_format.h) names neighbours
+//     it gave up on: their missing messages are abandoned (counted, no
+//     longer waited for), so the device reports without waiting for its
+//     deadline; a message that still comes from one is received as usual.
 //
 // The message a device sends to neighbour u is fully determined by (job,
 // sender, receiver), so the receiver checks content as well as the AEAD tag:
@@ -59,6 +63,7 @@ struct EchoPeer {
   bool key_requested = false;
   bool key_answered = false;  // a PeerCertificate (found or not) arrived
   bool key_ready = false;
+  bool gone = false;  // the server declared it gone in this job
 };
 
 class NeighbourEchoRole final : public device::Role {
@@ -70,6 +75,8 @@ class NeighbourEchoRole final : public device::Role {
     uint32_t duplicates = 0;
     uint32_t rejected = 0;
     uint32_t key_failures = 0;
+    // Messages no longer waited for: their sender was declared gone.
+    uint32_t abandoned = 0;
   };
 
   // `peers[i].id` must hold the neighbour ids, sorted ascending, no
@@ -88,6 +95,8 @@ class NeighbourEchoRole final : public device::Role {
   // Round 2 finished on this device (reported).
   bool finished() const { return phase_ == Phase::kDone; }
   uint32_t round() const;
+  // Round 1 was reported (keys settled).
+  bool keys_reported() const { return phase_ >= Phase::kKeysReported; }
   const Stats& stats() const { return stats_; }
 
   // The plaintext of message `index` (1, 2, ...) that `src` sends to `dst`
@@ -107,6 +116,7 @@ class NeighbourEchoRole final : public device::Role {
   Status HandleDirectoryChunk(const nodefl_wire_Envelope& message);
   static void OnDirectoryEntry(void* context, const nodefl_wire_PeerCertificate& entry);
   Status HandleDelivery(const nodefl_wire_Envelope& message);
+  Status HandlePeersGone(const nodefl_wire_Envelope& message);
   Status SendKeyRequests(device::DeviceSession& session);
   Status SendSealed(device::DeviceSession& session);
   Status Report(device::DeviceSession& session, uint32_t round, Status outcome);

@@ -44,6 +44,7 @@ namespace nodefl::emulator {
 enum class FaultPhase : uint8_t {
   kNone,       // kill by time since the first connection
   kEcho,       // neighbour-echo: sealed its first message
+  kEchoKeys,   // neighbour-echo: reported its keys (round 1), before sending any
   kTree,       // FedWalk HCT: reported its first round
   kWalks,      // FedWalk walks: started, forwarded or ended a walk
   kHistograms, // strict FedWalk: released its first histogram
@@ -58,7 +59,8 @@ struct FaultPhaseName {
   const char* name;
 };
 inline constexpr FaultPhaseName kFaultPhases[] = {
-    {FaultPhase::kEcho, "echo"},           {FaultPhase::kTree, "tree"},
+    {FaultPhase::kEcho, "echo"},           {FaultPhase::kEchoKeys, "echo-keys"},
+    {FaultPhase::kTree, "tree"},
     {FaultPhase::kWalks, "walks"},         {FaultPhase::kHistograms, "histograms"},
     {FaultPhase::kCompare, "compare"},     {FaultPhase::kTrim, "trim"},
     {FaultPhase::kTrain, "train"},         {FaultPhase::kAggregate, "aggregate"},

@@ -65,6 +65,11 @@ class Job {
   // The runner could not hand `device` a round start or a record: the
   // device is offline. Default: nothing (the round's deadline catches it).
   virtual void OnUndeliverable(uint32_t /*device*/, uint64_t /*now_us*/) {}
+  // A record from TakeData could not be handed to its device (offline).
+  // Default: as an undeliverable start. A job whose records are advisory
+  // (the device does without them) overrides it so that a device between
+  // connections is not taken for gone.
+  virtual void OnDataUndeliverable(const DeviceData& data, uint64_t now_us) { OnUndeliverable(data.device, now_us); }
 
   virtual bool finished() const = 0;
   // Finished and everything it set out to do was done and checked.

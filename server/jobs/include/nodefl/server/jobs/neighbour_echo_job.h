@@ -14,6 +14,11 @@
 //             sent/received/duplicates/rejected once they have everything or
 //             their own deadline passes.
 // Devices that miss a deadline are recorded and the job goes on without them.
+// Devices the job gives up on (round 1 missed, or unreachable in round 2)
+// are named to every round-2 device still running in a peers-gone record
+// (protocol/echo/job_format.h), so receivers stop waiting for messages that
+// will not come; every such device learns which devices were given up on
+// (docs/privacy.md).
 //
 // Plain, single-threaded state machine: the network layer calls it from one
 // strand and performs the returned actions.
@@ -38,6 +43,8 @@ struct EchoSummary {
   uint64_t received = 0;
   uint64_t duplicates = 0;
   uint64_t rejected = 0;
+  uint64_t abandoned = 0;         // messages receivers stopped waiting for (sender gone)
+  uint64_t gone_notices = 0;      // peers-gone records addressed (one per device and batch)
   std::vector<uint32_t> missed_round1;  // no key report before the deadline
   std::vector<uint32_t> missed_round2;  // no final report before the deadline
   std::vector<uint32_t> unclean;        // reported a shortfall or bad messages
@@ -89,6 +96,14 @@ class NeighbourEchoJob {
   const EchoSummary& summary() const { return summary_; }
   uint64_t protocol_errors() const { return protocol_errors_; }
   uint64_t repeated_reports() const { return repeated_reports_; }
+  // Devices given up on since the last call and the round-2 devices still
+  // running that must hear of them (empty when there is nothing to tell).
+  struct PeersGone {
+    std::vector<uint32_t> gone;        // ascending
+    std::vector<uint32_t> recipients;  // ascending
+  };
+  PeersGone TakePeersGone();
+
   // One line for progress output: "round 2: 8123/10312 reported".
   std::string ProgressLine() const;
 
@@ -108,6 +123,7 @@ class NeighbourEchoJob {
   EchoSummary summary_;
   uint64_t protocol_errors_ = 0;
   uint64_t repeated_reports_ = 0;
+  std::vector<uint32_t> gone_pending_;  // given up on, not yet told
 };
 
 }  // namespace nodefl::server::jobs

@@ -25,6 +25,11 @@ class NeighbourEchoRunnerJob final : public Job {
   std::vector<RoundStart> Poll(uint64_t now_us) override;
   // The device misses the running round now (it cannot be reached).
   void OnUndeliverable(uint32_t device, uint64_t now_us) override;
+  // Peers-gone records for the round-2 devices still running.
+  std::vector<DeviceData> TakeData() override;
+  // A peers-gone record is advisory: a device between connections goes
+  // without it (it waits for its deadline) rather than being taken for gone.
+  void OnDataUndeliverable(const DeviceData& data, uint64_t now_us) override;
   bool finished() const override { return job_.finished(); }
   bool succeeded() const override { return job_.finished() && job_.summary().verified(); }
   std::string ProgressLine() const override { return job_.ProgressLine(); }
@@ -40,6 +45,7 @@ class NeighbourEchoRunnerJob final : public Job {
   // A round an unreachable device's miss started, handed out at the next Poll.
   std::vector<RoundStart> pending_;
   uint64_t uploads_refused_ = 0;
+  uint64_t gone_notices_undelivered_ = 0;
 };
 
 }  // namespace nodefl::server::jobs
