@@ -207,7 +207,7 @@ class Server {
     auto e = Envelope(nodefl_wire_Envelope_job_start_tag, job, round);
     e.body.job_start.kind = nodefl_wire_JobKind_JOB_KIND_FEDWALK_WALKS;
     e.body.job_start.deadline_ms = deadline_ms;
-    std::memcpy(e.body.job_start.parameters.bytes, params.data(), params.size());
+    if (!params.empty()) std::memcpy(e.body.job_start.parameters.bytes, params.data(), params.size());
     e.body.job_start.parameters.size = static_cast<pb_size_t>(params.size());
     return Frame(to, e);
   }
