@@ -118,6 +118,30 @@ run_ctest() {
     | tee "$dir/ctest.log"
 }
 
+# stage_begin NAME DIR TITLE: a host-package stage's header; false (the
+# stage recorded as failed) when those packages are missing.
+stage_begin() {
+  header "$1: $3"
+  if ((!deps_ok_host)); then
+    record "$1" FAIL 0 "not run: host packages missing"
+    return 1
+  fi
+  rm -f "$2/ctest.log"
+}
+
+# stage_result NAME T0 DIR OK [NOTE]: one summary line for a stage that
+# configured, built and ran ctest in DIR (OK=1) or failed somewhere (OK=0).
+stage_result() {
+  local name=$1 t0=$2 dir=$3 ok=$4 extra=${5:-}
+  if ((ok)); then
+    record "$name" PASS $((SECONDS - t0)) "$(ctest_result "$dir/ctest.log") (${extra}build ${build_s}s)"
+  else
+    local r
+    r=$(ctest_result "$dir/ctest.log" 2>/dev/null)
+    record "$name" FAIL $((SECONDS - t0)) "${r:-configure, build or test run failed (see above)}${extra:+ (${extra%; })}"
+  fi
+}
+
 # ---- stages ---------------------------------------------------------------
 # stage_deps: install-deps.sh once per mode; deps_ok_<mode>=0 if that failed,
 # and the stages needing those packages are then reported as failed, not run.
@@ -155,18 +179,10 @@ NO_DEBUG_INFO=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS_R
 
 stage_host() {
   local t0=$SECONDS dir=build/host
-  header "host: configure, build (-Werror) and run all tests in $dir"
-  if ((!deps_ok_host)); then
-    record host FAIL 0 "not run: host packages missing"
-    return
-  fi
-  if configure "$dir" "${NO_DEBUG_INFO[@]}" && build "$dir" && run_ctest "$dir"; then
-    record host PASS $((SECONDS - t0)) "$(ctest_result "$dir/ctest.log") (build ${build_s}s)"
-  else
-    local r
-    r=$(ctest_result "$dir/ctest.log" 2>/dev/null)
-    record host FAIL $((SECONDS - t0)) "${r:-configure/build failed}"
-  fi
+  stage_begin host "$dir" "configure, build (-Werror) and run all tests in $dir" || return 0
+  local ok=0
+  configure "$dir" "${NO_DEBUG_INFO[@]}" && build "$dir" && run_ctest "$dir" && ok=1
+  stage_result host "$t0" "$dir" "$ok"
 }
 
 # Sanitizer builds: -O1 (the sanitizers' own advice: fast enough, and the
@@ -175,23 +191,15 @@ SANITIZER_FLAGS=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DCMAKE_CXX_FLAGS
 
 stage_asan() {
   local t0=$SECONDS dir=build/asan
-  header "asan: the SDK and its unit tests with ASan + UBSan in $dir"
-  if ((!deps_ok_host)); then
-    record asan FAIL 0 "not run: host packages missing"
-    return
-  fi
-  rm -f "$dir/ctest.log"
+  stage_begin asan "$dir" "the SDK and its unit tests with ASan + UBSan in $dir" || return 0
   # halt_on_error: the first finding fails the test; leaks are findings.
-  if configure "$dir" -DNODEFL_SDK_ONLY=ON -DNODEFL_SANITIZE=address,undefined "${SANITIZER_FLAGS[@]}" \
-     && build "$dir" \
-     && ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-        run_ctest "$dir" -LE slow; then
-    record asan PASS $((SECONDS - t0)) "$(ctest_result "$dir/ctest.log") (build ${build_s}s)"
-  else
-    local r
-    r=$(ctest_result "$dir/ctest.log" 2>/dev/null)
-    record asan FAIL $((SECONDS - t0)) "${r:-configure/build failed}"
-  fi
+  local ok=0
+  configure "$dir" -DNODEFL_SDK_ONLY=ON -DNODEFL_SANITIZE=address,undefined "${SANITIZER_FLAGS[@]}" \
+    && build "$dir" \
+    && ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+       run_ctest "$dir" -LE slow \
+    && ok=1
+  stage_result asan "$t0" "$dir" "$ok"
 }
 
 # The tests that exercise the server's threads and strands: in-memory
@@ -209,22 +217,14 @@ TSAN_TESTS='^(WakeLatchTest|TlsSocketStreamTest|ConnectionStreamTest|RelayRoomTe
 
 stage_tsan() {
   local t0=$SECONDS dir=build/tsan
-  header "tsan: the server's network layer with ThreadSanitizer in $dir"
-  if ((!deps_ok_host)); then
-    record tsan FAIL 0 "not run: host packages missing"
-    return
-  fi
-  rm -f "$dir/ctest.log"
-  if configure "$dir" -DNODEFL_SANITIZE=thread "${SANITIZER_FLAGS[@]}" \
-     && build "$dir" --target "${TSAN_TARGETS[@]}" \
-     && TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/sanitizers/tsan.supp" \
-        run_ctest "$dir" -R "$TSAN_TESTS"; then
-    record tsan PASS $((SECONDS - t0)) "$(ctest_result "$dir/ctest.log") (build ${build_s}s)"
-  else
-    local r
-    r=$(ctest_result "$dir/ctest.log" 2>/dev/null)
-    record tsan FAIL $((SECONDS - t0)) "${r:-configure/build failed}"
-  fi
+  stage_begin tsan "$dir" "the server's network layer with ThreadSanitizer in $dir" || return 0
+  local ok=0
+  configure "$dir" -DNODEFL_SANITIZE=thread "${SANITIZER_FLAGS[@]}" \
+    && build "$dir" --target "${TSAN_TARGETS[@]}" \
+    && TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/sanitizers/tsan.supp" \
+       run_ctest "$dir" -R "$TSAN_TESTS" \
+    && ok=1
+  stage_result tsan "$t0" "$dir" "$ok"
 }
 
 # stage_cross NAME DEBARCH TOOLCHAIN QEMU MUST_RUN
@@ -268,13 +268,9 @@ stage_cross() {
       return
     fi
   fi
-  if run_ctest "$dir"; then
-    record "$name" PASS $((SECONDS - t0)) "$(ctest_result "$dir/ctest.log") (under $qemu; build ${build_s}s)"
-  else
-    local r
-    r=$(ctest_result "$dir/ctest.log" 2>/dev/null)
-    record "$name" FAIL $((SECONDS - t0)) "${r:-ctest failed} (under $qemu)"
-  fi
+  local ok=0
+  run_ctest "$dir" && ok=1
+  stage_result "$name" "$t0" "$dir" "$ok" "under $qemu; "
 }
 
 # ---- main -----------------------------------------------------------------

@@ -14,6 +14,9 @@
 # arithmetic that is the same on every target, minutes under qemu); the
 # host build runs them all, once.
 #
+# Slow tests get a high COST, so that a parallel ctest starts them first
+# (on a fresh tree it has no timings of its own) instead of ending on one.
+#
 # Labels are set by a small CTest include file rather than through
 # gtest_discover_tests(PROPERTIES): CMake 3.25 writes a list-valued property
 # there as separate arguments, so "unit;host" would not survive.
@@ -54,7 +57,7 @@ function(nodefl_discover_tests target)
        "  set_tests_properties(\${${target}_main} PROPERTIES LABELS \"${arg_KIND};${arg_AREA}\")\n"
        "endif()\n"
        "if(${target}_slow)\n"
-       "  set_tests_properties(\${${target}_slow} PROPERTIES LABELS \"slow;${arg_AREA}\")\n"
+       "  set_tests_properties(\${${target}_slow} PROPERTIES LABELS \"slow;${arg_AREA}\" COST 10000)\n"
        "endif()\n")
   # Included after the discovery include files appended above, so the
   # test lists are known by then.
