@@ -10,15 +10,7 @@
 #include <cstdlib>
 #include <new>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define NODEFL_HEAP_COUNTER_HOOK 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define NODEFL_HEAP_COUNTER_HOOK 1
-#endif
-#endif
-
-#if defined(NODEFL_HEAP_COUNTER_HOOK)
+#if defined(NODEFL_SANITIZED)
 // Declared by compiler-rt's sanitizer/allocator_interface.h, which GCC does
 // not install; GCC's libasan and libtsan define it.
 extern "C" int __sanitizer_install_malloc_and_free_hooks(void (*on_malloc)(const volatile void*, size_t),
@@ -34,10 +26,11 @@ namespace nodefl::testing {
 size_t HeapAllocationCount() { return g_allocations.load(std::memory_order_relaxed); }
 }  // namespace nodefl::testing
 
-#if defined(NODEFL_HEAP_COUNTER_HOOK)
-// Under ASan or TSan the sanitizer owns malloc and operator new (replacing
-// them would hide the heap from it): count through its allocation hook,
-// which sees every allocation of the process, as the replacements below do.
+#if defined(NODEFL_SANITIZED)
+// In a sanitizer build (NODEFL_SANITIZED) the sanitizer owns malloc and
+// operator new (replacing them would hide the heap from it): count through
+// its allocation hook, which sees every allocation of the process, as the
+// replacements below do.
 namespace {
 void OnAllocation(const volatile void*, size_t) { Count(); }
 void OnRelease(const volatile void*) {}
@@ -51,8 +44,6 @@ void* __libc_realloc(void* ptr, size_t size);
 void* __libc_memalign(size_t alignment, size_t size);
 void __libc_free(void* ptr);
 }
-
-
 
 extern "C" {
 void* malloc(size_t size) {
@@ -113,4 +104,4 @@ void operator delete(void* p, std::align_val_t) noexcept { free(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { free(p); }
 void operator delete(void* p, size_t, std::align_val_t) noexcept { free(p); }
 void operator delete[](void* p, size_t, std::align_val_t) noexcept { free(p); }
-#endif  // NODEFL_HEAP_COUNTER_HOOK
+#endif  // NODEFL_SANITIZED

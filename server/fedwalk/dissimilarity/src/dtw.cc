@@ -34,10 +34,8 @@
 #include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/server/fedwalk/dissimilarity/dtw.h"
 
-// Not under a sanitizer: the clones' ifunc resolver runs while the dynamic
-// loader relocates, before the sanitizer's runtime is up (ThreadSanitizer
-// crashes there); see also skipgram_kernel.cc.
-#if defined(__x86_64__) && defined(__has_attribute) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+// Not in sanitizer builds (NODEFL_SANITIZED, CMakeLists.txt).
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(NODEFL_SANITIZED)
 #if __has_attribute(target_clones)
 #define NODEFL_DTW_CLONES __attribute__((target_clones("avx2", "default")))
 #endif

@@ -18,13 +18,8 @@
 
 #include <algorithm>
 
-// Not under a sanitizer: the clones' ifunc resolver runs while the dynamic
-// loader relocates, before the sanitizer's runtime is up, and its
-// instrumented code crashes there (seen with ThreadSanitizer).
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define NODEFL_SKIPGRAM_NO_CLONES 1
-#endif
-#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && !defined(NODEFL_SKIPGRAM_NO_CLONES)
+// Not in sanitizer builds (NODEFL_SANITIZED, CMakeLists.txt).
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__linux__) && !defined(NODEFL_SANITIZED)
 #define NODEFL_SKIPGRAM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define NODEFL_SKIPGRAM_CLONES
