@@ -113,6 +113,7 @@ run_ctest() {
   local dir=$1
   shift
   ctest_logs+=("$dir/ctest.log")
+  rm -f "$dir/Testing/Temporary/LastTestsFailed.log"  # CTest keeps an old one when all pass
   note "ctest --test-dir $dir --output-on-failure -j $JOBS --timeout $TEST_TIMEOUT $*"
   ctest --test-dir "$dir" --output-on-failure -j "$JOBS" --timeout "$TEST_TIMEOUT" "$@" 2>&1 \
     | tee "$dir/ctest.log"
@@ -307,6 +308,24 @@ if [[ -n $slowest ]]; then
   printf '%s\n' "$slowest" | awk '{ printf "  %8.1f  %-8s %s\n", $1, $2, $3 }'
 fi
 if ((failed)); then
+  # The failing tests again, at the end where a truncated CI log still
+  # shows them: name and the last lines of their output (CTest's
+  # LastTest.log holds every test's output between "Output:" and
+  # "<end of output>").
+  for log in "${ctest_logs[@]}"; do
+    dir=$(dirname "$log")
+    list=$dir/Testing/Temporary/LastTestsFailed.log
+    [[ -s $list ]] || continue
+    printf '\nfailed in %s:\n' "$(basename "$dir")"
+    while IFS=: read -r _ name; do
+      printf -- '--- %s (last 25 lines)\n' "$name"
+      awk -v t="$name" '
+        $0 ~ /^[0-9]+\/[0-9]+ Test: / { sub(/^[0-9]+\/[0-9]+ Test: /, ""); cur = $0; next }
+        cur == t && /^Output:/ { on = 1; next }
+        /^<end of output>/ { on = 0 }
+        on' "$dir/Testing/Temporary/LastTest.log" | tail -n 25
+    done < "$list"
+  done
   printf '\nRESULT: FAILED\n'
   exit 1
 fi

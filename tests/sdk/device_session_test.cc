@@ -94,9 +94,10 @@ struct CapturedLog {
 };
 
 struct Fixture {
-  explicit Fixture(size_t output_frames = 4, uint32_t ack_every = 2, LogSink log = {})
-      : frame(kMaxFrame), output(output_frames * kMaxFrame),
-        session(Options(ack_every, log), SessionBuffers{Span<uint8_t>(frame), Span<uint8_t>(output)}) {
+  explicit Fixture(size_t output_frames = 4, uint32_t ack_every = 2, LogSink log = {}, size_t unacked_bytes = 0)
+      : frame(kMaxFrame), output(output_frames * kMaxFrame), unacked(unacked_bytes),
+        session(Options(ack_every, log),
+                SessionBuffers{Span<uint8_t>(frame), Span<uint8_t>(output), Span<uint8_t>(unacked)}) {
     EXPECT_TRUE(session.AddRole(role).ok());
   }
   static SessionOptions Options(uint32_t ack_every, LogSink log) {
@@ -121,7 +122,7 @@ struct Fixture {
     ASSERT_TRUE(Feed(server.Welcome()).ok());
     ASSERT_EQ(session.state(), SessionState::kReady);
   }
-  std::vector<uint8_t> frame, output;
+  std::vector<uint8_t> frame, output, unacked;
   RecordingRole role;
   DeviceSession session;
   ScriptedServer server{ServerOptions()};
@@ -197,6 +198,118 @@ TEST(DeviceSessionTest, FreshServerSessionResetsRelayNumbering) {
   ASSERT_TRUE(f.Feed(f.server.Welcome(/*resumed=*/false)).ok());
   ASSERT_TRUE(f.Feed(f.server.Deliver(9, 1)).ok());  // numbering restarted: not a duplicate
   EXPECT_EQ(f.role.relay_ids, (std::vector<uint64_t>{1, 1}));
+}
+
+// Kept sends (SessionBuffers::unacked): numbered, forgotten when the server
+// acknowledges them, written again after a resume past what Welcome says
+// the server has, forgotten when the server starts a fresh session.
+std::vector<uint8_t> SendAck(ScriptedServer& server, uint64_t send_id) {
+  nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
+  e.which_body = nodefl_wire_Envelope_relay_send_ack_tag;
+  e.body.relay_send_ack.send_id = send_id;
+  return server.Frame(e);
+}
+
+std::vector<uint8_t> ResumedWelcome(ScriptedServer& server, uint64_t last_send_id) {
+  nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
+  e.which_body = nodefl_wire_Envelope_welcome_tag;
+  std::memset(e.body.welcome.resume_token.bytes, 0xAB, 32);
+  e.body.welcome.resume_token.size = 32;
+  e.body.welcome.heartbeat_interval_ms = 1000;
+  e.body.welcome.idle_timeout_ms = 5000;
+  e.body.welcome.resumed = true;
+  e.body.welcome.last_relay_send_id = last_send_id;
+  return server.Frame(e);
+}
+
+TEST(DeviceSessionTest, KeptRelaySendsAreResentAfterAResumeUntilAcknowledged) {
+  Fixture f(4, 2, {}, 4 * UnackedSends::kMaxEntryBytes);
+  f.Register();
+  for (uint64_t job = 1; job <= 3; ++job) ASSERT_TRUE(f.Feed(f.server.JobStart(job)).ok());
+  auto sent = ScriptedServer::Read(f.session);
+  ASSERT_EQ(sent.size(), 3u);
+  for (uint64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(sent[i].which_body, nodefl_wire_Envelope_relay_send_tag);
+    EXPECT_EQ(sent[i].body.relay_send.send_id, i + 1);
+  }
+  EXPECT_EQ(f.session.counters().sends_kept, 3u);
+  ASSERT_TRUE(f.Feed(SendAck(f.server, 1)).ok());
+
+  // The connection breaks; the server had accepted sends 1 and 2 (the ack
+  // of 2 was lost with the connection): only 3 is written again, on the
+  // new connection's sequence numbers, with its job, round and payload.
+  ASSERT_TRUE(f.session.Reconnect(10).ok());
+  auto hello = ScriptedServer::Read(f.session);
+  ASSERT_EQ(hello.size(), 1u);
+  f.server.Restart();
+  ASSERT_TRUE(f.Feed(ResumedWelcome(f.server, 2)).ok());
+  auto resent = ScriptedServer::Read(f.session);
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_EQ(resent[0].which_body, nodefl_wire_Envelope_relay_send_tag);
+  EXPECT_EQ(resent[0].seq, 2u);
+  EXPECT_EQ(resent[0].body.relay_send.send_id, 3u);
+  EXPECT_EQ(resent[0].job_id, sent[2].job_id);
+  EXPECT_EQ(resent[0].round, sent[2].round);
+  EXPECT_EQ(resent[0].body.relay_send.dst, 5u);
+  EXPECT_EQ(resent[0].body.relay_send.sealed.size, 3u);
+  EXPECT_EQ(f.session.counters().sends_resent, 1u);
+
+  // A new send continues the numbering.
+  ASSERT_TRUE(f.Feed(f.server.JobStart(4)).ok());
+  auto next = ScriptedServer::Read(f.session);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].body.relay_send.send_id, 4u);
+
+  // Unacknowledged 3 and 4, and the server starts afresh: it cannot tell
+  // which it routed, so the device forgets them rather than risk a double.
+  ASSERT_TRUE(f.session.Reconnect(20).ok());
+  ScriptedServer::Read(f.session);
+  f.server.Restart();
+  ASSERT_TRUE(f.Feed(f.server.Welcome(/*resumed=*/false)).ok());
+  EXPECT_TRUE(ScriptedServer::Read(f.session).empty());
+  EXPECT_EQ(f.session.counters().sends_forgotten, 2u);
+}
+
+TEST(DeviceSessionTest, KeptSendsAreTheCreditRolesWaitFor) {
+  // Room to keep one largest send: after a small one, roles must wait for
+  // the acknowledgement (CanSend), while acks still get through.
+  Fixture f(4, 2, {}, UnackedSends::kMaxEntryBytes);
+  f.Register();
+  EXPECT_TRUE(f.session.CanSend());
+  ASSERT_TRUE(f.Feed(f.server.JobStart(1)).ok());
+  ScriptedServer::Read(f.session);
+  EXPECT_FALSE(f.session.CanSend());
+  ASSERT_TRUE(f.Feed(SendAck(f.server, 1)).ok());
+  EXPECT_TRUE(f.session.CanSend());
+  // A role that sends anyway (this one answers every JobStart): what fits
+  // is kept and numbered in order; the rest goes out unnumbered instead of
+  // failing the role.
+  constexpr uint64_t kSends = 200;
+  constexpr uint64_t kFit = UnackedSends::kMaxEntryBytes / (UnackedSends::kHeaderBytes + 3);
+  uint64_t numbered = 0, unnumbered = 0;
+  for (uint64_t i = 0; i < kSends; ++i) {
+    ASSERT_TRUE(f.Feed(f.server.JobStart(2 + i)).ok());
+    for (const auto& m : ScriptedServer::Read(f.session)) {
+      ASSERT_EQ(m.which_body, nodefl_wire_Envelope_relay_send_tag);
+      if (m.body.relay_send.send_id == 0) {
+        ++unnumbered;
+      } else {
+        EXPECT_EQ(m.body.relay_send.send_id, 2 + numbered);
+        ++numbered;
+      }
+    }
+  }
+  EXPECT_EQ(numbered, kFit);
+  EXPECT_EQ(unnumbered, kSends - kFit);
+  EXPECT_EQ(f.session.counters().sends_unkept, kSends - kFit);
+}
+
+TEST(DeviceSessionTest, AcknowledgingASendNeverMadeIsDataLoss) {
+  Fixture f(4, 2, {}, 2 * UnackedSends::kMaxEntryBytes);
+  f.Register();
+  ASSERT_TRUE(f.Feed(f.server.JobStart(1)).ok());
+  EXPECT_EQ(f.Feed(SendAck(f.server, 2)), Status::DataLoss());
+  EXPECT_EQ(f.session.state(), SessionState::kClosed);
 }
 
 TEST(DeviceSessionTest, ProtocolViolationsCloseWithAReason) {

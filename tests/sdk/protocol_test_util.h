@@ -20,6 +20,7 @@ inline constexpr pb_size_t kAllBodies[] = {
     nodefl_wire_Envelope_goodbye_tag,       nodefl_wire_Envelope_peer_key_request_tag,
     nodefl_wire_Envelope_peer_certificate_tag, nodefl_wire_Envelope_relay_send_tag,
     nodefl_wire_Envelope_relay_deliver_tag, nodefl_wire_Envelope_relay_ack_tag,
+    nodefl_wire_Envelope_relay_send_ack_tag,
     nodefl_wire_Envelope_job_start_tag,     nodefl_wire_Envelope_job_report_tag,
     nodefl_wire_Envelope_chunk_header_tag,  nodefl_wire_Envelope_chunk_tag,
 };
@@ -64,6 +65,7 @@ inline void FillEnvelope(pb_size_t tag, Drbg& rng, bool max, nodefl_wire_Envelop
       b.welcome.max_frame_bytes = U32(rng, max);
       b.welcome.pending_messages = U32(rng, max);
       b.welcome.resumed = max || rng.Bernoulli(0.5);
+      b.welcome.last_relay_send_id = U64(rng, max);
       break;
     case nodefl_wire_Envelope_heartbeat_tag:
       b.heartbeat.sent_at_us = U64(rng, max);
@@ -91,6 +93,7 @@ inline void FillEnvelope(pb_size_t tag, Drbg& rng, bool max, nodefl_wire_Envelop
     case nodefl_wire_Envelope_relay_send_tag:
       b.relay_send.dst = U32(rng, max);
       FillBytes(rng, max, &b.relay_send.sealed);
+      b.relay_send.send_id = U64(rng, max);
       break;
     case nodefl_wire_Envelope_relay_deliver_tag:
       b.relay_deliver.src = U32(rng, max);
@@ -99,6 +102,9 @@ inline void FillEnvelope(pb_size_t tag, Drbg& rng, bool max, nodefl_wire_Envelop
       break;
     case nodefl_wire_Envelope_relay_ack_tag:
       b.relay_ack.relay_id = U64(rng, max);
+      break;
+    case nodefl_wire_Envelope_relay_send_ack_tag:
+      b.relay_send_ack.send_id = U64(rng, max);
       break;
     case nodefl_wire_Envelope_job_start_tag:
       b.job_start.kind = nodefl_wire_JobKind_JOB_KIND_NEIGHBOUR_ECHO;
@@ -163,7 +169,8 @@ inline ::testing::AssertionResult SameEnvelope(const nodefl_wire_Envelope& x,
              a.welcome.idle_timeout_ms == b.welcome.idle_timeout_ms &&
              a.welcome.max_frame_bytes == b.welcome.max_frame_bytes &&
              a.welcome.pending_messages == b.welcome.pending_messages &&
-             a.welcome.resumed == b.welcome.resumed;
+             a.welcome.resumed == b.welcome.resumed &&
+             a.welcome.last_relay_send_id == b.welcome.last_relay_send_id;
       break;
     case nodefl_wire_Envelope_heartbeat_tag:
       same = a.heartbeat.sent_at_us == b.heartbeat.sent_at_us;
@@ -187,7 +194,8 @@ inline ::testing::AssertionResult SameEnvelope(const nodefl_wire_Envelope& x,
              SameBytes(a.peer_certificate.certificate_der, b.peer_certificate.certificate_der);
       break;
     case nodefl_wire_Envelope_relay_send_tag:
-      same = a.relay_send.dst == b.relay_send.dst && SameBytes(a.relay_send.sealed, b.relay_send.sealed);
+      same = a.relay_send.dst == b.relay_send.dst && SameBytes(a.relay_send.sealed, b.relay_send.sealed) &&
+             a.relay_send.send_id == b.relay_send.send_id;
       break;
     case nodefl_wire_Envelope_relay_deliver_tag:
       same = a.relay_deliver.src == b.relay_deliver.src &&
@@ -196,6 +204,9 @@ inline ::testing::AssertionResult SameEnvelope(const nodefl_wire_Envelope& x,
       break;
     case nodefl_wire_Envelope_relay_ack_tag:
       same = a.relay_ack.relay_id == b.relay_ack.relay_id;
+      break;
+    case nodefl_wire_Envelope_relay_send_ack_tag:
+      same = a.relay_send_ack.send_id == b.relay_send_ack.send_id;
       break;
     case nodefl_wire_Envelope_job_start_tag:
       same = EnumValue(a.job_start.kind) == EnumValue(b.job_start.kind) &&

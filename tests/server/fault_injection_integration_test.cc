@@ -121,9 +121,9 @@ void RunWithFaults(EmulatedFleet& f, const Case& c) {
   // when a party died stay aborted (recorded, not retried), so whether
   // those jobs verify depends on the timing: the test checks their lines.
   if (!c.kills()) {
-    // Wire faults: messages written into a connection that broke may be
-    // lost (docs/reliability.md, "Known gaps"); the test checks that the
-    // job records what went missing.
+    // Wire faults: what a device wrote into a connection that broke is
+    // lost unless it is a kept sealed message (docs/reliability.md, "Known
+    // gaps"); the test checks that the job records what went missing.
     plan.expected_exit = std::nullopt;
   } else if (!c.revived()) {
     plan.expected_exit = 1;
@@ -245,8 +245,9 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
       // Broken connections: the server sends a round's start again to a
       // device that comes back before reporting it, so no round is missed.
       // Sealed messages written into a connection that broke before the
-      // server read them are lost (docs/reliability.md, "Known gaps"): the
-      // receivers report them missing.
+      // server read them are kept and written again after the resume
+      // (docs/protocol.md, "Kept sends"); a device whose session is not
+      // resumed drops them, and their receivers report them missing.
       // (A device whose connection breaks as its send round's deadline
       // ends can still miss that round: it is on record.)
       EXPECT_EQ(Number(s, "missed_round1"), 0u) << log;

@@ -369,6 +369,46 @@ TEST_F(RelayTest, ResumeClaimingAcksBeyondWhatWasDeliveredIsAProtocolError) {
   EXPECT_EQ(relay_->QueueSnapshot(1)->pending, 1u);  // nothing changed
 }
 
+// Numbered sends (RelaySend.send_id): routed once per source session; a
+// resend at or below the highest accepted is dropped; a refused one may be
+// sent again; a source that begins a fresh session numbers from 1 again.
+TEST_F(RelayTest, NumberedSendsAreRoutedOncePerSourceSession) {
+  Make();
+  Connection sender = Connect(0);
+  const Connection receiver = Connect(1);
+  const auto bytes = Payload(1);
+  const auto submit = [&](uint32_t dst, uint64_t send_id) {
+    return relay_->Submit(0, dst, bytes, 77, 1, send_id).result;
+  };
+  EXPECT_EQ(submit(1, 1), RelayResult::kDeliveredToOnlineQueue);
+  EXPECT_EQ(submit(1, 2), RelayResult::kDeliveredToOnlineQueue);
+  EXPECT_EQ(relay_->LastSendId(0), 2u);
+  EXPECT_EQ(submit(1, 2), RelayResult::kDuplicateSend);
+  EXPECT_EQ(submit(1, 1), RelayResult::kDuplicateSend);
+  EXPECT_EQ(submit(9, 3), RelayResult::kRefusedUnknownDestination);
+  EXPECT_EQ(relay_->LastSendId(0), 2u) << "a refused send is not accepted";
+  EXPECT_EQ(submit(1, 3), RelayResult::kDeliveredToOnlineQueue);
+  EXPECT_EQ(TakeAll(1, receiver).size(), 3u) << "each send_id once";
+  EXPECT_EQ(relay_->Stats().duplicate_sends, 2u);
+
+  // The sender resumes: its numbering carries on.
+  Disconnect(0, sender);
+  sender = Connect(0, sender.attach.token);
+  ASSERT_TRUE(sender.attach.resumed);
+  EXPECT_EQ(relay_->LastSendId(0), 3u);
+  EXPECT_EQ(submit(1, 3), RelayResult::kDuplicateSend);
+
+  // It comes back without its token (a restarted device): from 1 again.
+  Disconnect(0, sender);
+  sender = Connect(0);
+  ASSERT_FALSE(sender.attach.resumed);
+  EXPECT_EQ(relay_->LastSendId(0), 0u);
+  EXPECT_EQ(submit(1, 1), RelayResult::kDeliveredToOnlineQueue);
+  // Unnumbered sends are never deduplicated.
+  EXPECT_EQ(submit(1, 0), RelayResult::kDeliveredToOnlineQueue);
+  EXPECT_EQ(submit(1, 0), RelayResult::kDeliveredToOnlineQueue);
+}
+
 TEST(RelayMemory, PerDeviceCostIsSmall) {
   const size_t relay = Relay::BytesPerDevice();
   const size_t registry = DeviceRegistry::BytesPerDevice();
@@ -376,7 +416,9 @@ TEST(RelayMemory, PerDeviceCostIsSmall) {
               "+ payload\n",
               relay, registry, relay + registry, Relay::OverheadPerMessage());
   ::testing::Test::RecordProperty("relay_bytes_per_device", static_cast<int>(relay));
-  EXPECT_LE(relay, 64u);
+  // 64 bytes of delivery state, and 8 for the highest numbered send
+  // accepted from the device (RelaySend.send_id).
+  EXPECT_LE(relay, 72u);
 }
 
 // Four producers send to overlapping destinations while one consumer plays

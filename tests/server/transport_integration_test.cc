@@ -576,6 +576,72 @@ TEST_F(TransportTest, NoHelloWithinTimeoutIsClosed) {
 
 // ---- 6. resume ------------------------------------------------------------------------
 
+// Numbered RelaySends (send_id): the server acknowledges them, tells a
+// resuming device the highest it accepted, and routes a resent one only if
+// it had not accepted it before: what a broken connection swallowed can be
+// sent again without a receiver getting anything twice.
+TEST_F(TransportTest, NumberedRelaySendsAreAcknowledgedAndRoutedOnceAcrossAResume) {
+  const uint32_t a_id = FreshId(), b_id = FreshId();
+  std::unique_ptr<RawClient> b = Registered(b_id);
+  ASSERT_NE(b, nullptr);
+  std::unique_ptr<RawClient> a = Connected(a_id);
+  ASSERT_NE(a, nullptr);
+  const std::optional<nodefl_wire_Welcome> first = a->Register(a_id);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->last_relay_send_id, 0u);
+  const std::vector<uint8_t> token = BytesOf(first->resume_token);
+
+  auto relay = [&](RawClient& c, uint64_t send_id, std::string_view text) {
+    auto send = NewEnvelope(nodefl_wire_Envelope_relay_send_tag);
+    send->body.relay_send.dst = b_id;
+    send->body.relay_send.send_id = send_id;
+    const std::vector<uint8_t> payload = Bytes(text);
+    EXPECT_TRUE(protocol::SetBytes(&send->body.relay_send.sealed, ConstByteSpan(payload)).ok());
+    EXPECT_TRUE(c.Send(*send).ok());
+  };
+  relay(*a, 1, "one");
+  std::unique_ptr<nodefl_wire_Envelope> ack = a->Next();
+  ASSERT_NE(ack, nullptr);
+  ASSERT_EQ(ack->which_body, nodefl_wire_Envelope_relay_send_ack_tag) << protocol::BodyName(ack->which_body);
+  EXPECT_EQ(ack->body.relay_send_ack.send_id, 1u);
+  relay(*a, 2, "two");
+  ack = a->Next();
+  ASSERT_NE(ack, nullptr);
+  ASSERT_EQ(ack->which_body, nodefl_wire_Envelope_relay_send_ack_tag);
+  EXPECT_EQ(ack->body.relay_send_ack.send_id, 2u);
+
+  // A's connection breaks before it saw the second ack: it resumes, learns
+  // the server has 2, and sends 2 again anyway (as a device that lost the
+  // Welcome's figure would) and then 3.
+  a->Close();
+  ASSERT_TRUE(Logged("disconnected", *a, {"device=" + std::to_string(a_id)}));
+  std::unique_ptr<RawClient> a2 = Connected(a_id);
+  ASSERT_NE(a2, nullptr);
+  const std::optional<nodefl_wire_Welcome> resumed = a2->Register(a_id, ConstByteSpan(token));
+  ASSERT_TRUE(resumed);
+  EXPECT_TRUE(resumed->resumed);
+  EXPECT_EQ(resumed->last_relay_send_id, 2u);
+  relay(*a2, 2, "two");
+  relay(*a2, 3, "three");
+  ack = a2->Next();
+  ASSERT_NE(ack, nullptr);
+  ASSERT_EQ(ack->which_body, nodefl_wire_Envelope_relay_send_ack_tag);
+  // One ack per read: 2 (the duplicate) alone, or both at once.
+  if (ack->body.relay_send_ack.send_id == 2u) ack = a2->Next();
+  ASSERT_NE(ack, nullptr);
+  EXPECT_EQ(ack->body.relay_send_ack.send_id, 3u);
+
+  // B gets one, two, three: once each, in order.
+  for (const char* text : {"one", "two", "three"}) {
+    std::unique_ptr<nodefl_wire_Envelope> got = b->Next();
+    ASSERT_NE(got, nullptr) << text;
+    ASSERT_EQ(got->which_body, nodefl_wire_Envelope_relay_deliver_tag) << protocol::BodyName(got->which_body);
+    EXPECT_EQ(BytesOf(got->body.relay_deliver.sealed), Bytes(text));
+  }
+  ASSERT_NO_FATAL_FAILURE(ExpectHeartbeatEcho(*b, 10));  // nothing else came
+  EXPECT_EQ(a->bad_frames() + a2->bad_frames() + b->bad_frames(), 0u);
+}
+
 TEST_F(TransportTest, ResumeRedeliversUnackedMessagesInOrderAndNotAckedOnes) {
   const uint32_t a_id = FreshId(), b_id = FreshId();
   std::unique_ptr<RawClient> a = Registered(a_id);

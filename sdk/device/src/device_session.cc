@@ -30,7 +30,8 @@ const char* SessionStateName(SessionState state) {
 DeviceSession::DeviceSession(const SessionOptions& options, const SessionBuffers& buffers)
     : options_(options),
       buffers_(buffers),
-      decoder_(buffers.frame, options.max_frame_payload) {
+      decoder_(buffers.frame, options.max_frame_payload),
+      unacked_(buffers.unacked) {
   std::memset(&in_, 0, sizeof(in_));
   std::memset(&out_, 0, sizeof(out_));
 }
@@ -54,8 +55,14 @@ Role* DeviceSession::RoleForJob(uint64_t job_id) {
   return nullptr;
 }
 
-bool DeviceSession::CanSend() const {
+bool DeviceSession::OutputRoom() const {
   return buffers_.output.size() - output_size_ >= protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
+}
+
+bool DeviceSession::CanSend() const {
+  // Kept sends are the device's credit: with no room to keep another (the
+  // server has not acknowledged enough), roles wait.
+  return OutputRoom() && (!unacked_.enabled() || (!unacked_.resend_pending() && unacked_.has_room()));
 }
 
 void DeviceSession::ConsumeOutput(size_t n) {
@@ -81,6 +88,32 @@ Status DeviceSession::Send(nodefl_wire_Envelope& message) {
                                message.which_body == nodefl_wire_Envelope_goodbye_tag;
   if (state_ == SessionState::kClosed) return Status::FailedPrecondition();
   if (state_ != SessionState::kReady && !session_message) return Status::FailedPrecondition();
+  if (message.which_body == nodefl_wire_Envelope_relay_send_tag && unacked_.enabled()) {
+    nodefl_wire_RelaySend& send = message.body.relay_send;
+    if (!unacked_.Fits(send)) {
+      // No room to keep it (a role sent while CanSend() was false): out it
+      // goes unnumbered, as in protocol v1, rather than fail the role.
+      send.send_id = 0;
+      ++counters_.sends_unkept;
+      return Encode(message);
+    }
+    send.send_id = next_send_id_;
+    if (unacked_.resend_pending()) {
+      // Older kept sends wait to be written again: this one queues behind
+      // them (the server must see send ids in order).
+      NODEFL_CHECK(unacked_.Keep(message, /*sent=*/false));
+    } else {
+      NODEFL_TRY(Encode(message));
+      NODEFL_CHECK(unacked_.Keep(message, /*sent=*/true));
+    }
+    ++next_send_id_;
+    ++counters_.sends_kept;
+    return Status::Ok();
+  }
+  return Encode(message);
+}
+
+Status DeviceSession::Encode(nodefl_wire_Envelope& message) {
   message.version = protocol::kProtocolVersion;
   message.seq = next_out_seq_;
   Result<size_t> written = protocol::EncodeFrame(message, buffers_.output.subspan(output_size_));
@@ -190,12 +223,15 @@ Status DeviceSession::OnReceived(ConstByteSpan plaintext, uint64_t now_us, size_
       if (!decoder_.has_frame()) break;
     }
     // Every handler may send one frame: do not start one without room.
-    if (!CanSend()) return Status::Ok();
+    // (Output room only: an acknowledgement that frees kept sends may be
+    // behind this frame.)
+    if (!OutputRoom()) return Status::Ok();
     last_rx_us_ = now_us;
     NODEFL_TRY(HandleFrame(decoder_.frame(), now_us));
     decoder_.PopFrame();
     if (state_ == SessionState::kClosed) break;
   }
+  NODEFL_TRY(PumpResends());
   return SendAckIfDue(false);
 }
 
@@ -233,6 +269,8 @@ Status DeviceSession::HandleEnvelope(uint64_t /*now_us*/) {
   switch (in_.which_body) {
     case nodefl_wire_Envelope_relay_deliver_tag:
       return HandleRelayDeliver();
+    case nodefl_wire_Envelope_relay_send_ack_tag:
+      return HandleRelaySendAck();
     case nodefl_wire_Envelope_job_start_tag:
     case nodefl_wire_Envelope_peer_certificate_tag:
     case nodefl_wire_Envelope_chunk_header_tag:
@@ -262,6 +300,21 @@ Status DeviceSession::HandleWelcome() {
     // server restarted, or it dropped our old queue): forget ours.
     last_relay_id_ = 0;
     acked_relay_id_ = 0;
+    // It no longer knows which of our kept sends it routed: sending them
+    // again could deliver one twice. Roles re-send what they need
+    // (Role::OnSessionRestart).
+    const size_t forgotten = unacked_.Clear();
+    counters_.sends_forgotten += forgotten;
+    if (forgotten > 0) {
+      options_.log.Log(LogLevel::kWarning, "device %u: %u unacknowledged relay sends dropped with the old session",
+                       options_.device_id, static_cast<unsigned>(forgotten));
+    }
+  } else {
+    if (w.last_relay_send_id >= next_send_id_) {
+      return Fail(Status::DataLoss(), "Welcome acknowledges a relay send never made");
+    }
+    unacked_.Release(w.last_relay_send_id);
+    unacked_.Rewind();
   }
   state_ = SessionState::kReady;
   if (resumed_) {
@@ -327,10 +380,32 @@ Status DeviceSession::HandleRelayDeliver() {
   return RoleResult(role->OnMessage(in_, *this), *role, "on a relay delivery");
 }
 
+Status DeviceSession::HandleRelaySendAck() {
+  const uint64_t id = in_.body.relay_send_ack.send_id;
+  if (id >= next_send_id_) return Fail(Status::DataLoss(), "acknowledgement of a relay send never made");
+  unacked_.Release(id);
+  return Status::Ok();
+}
+
+Status DeviceSession::PumpResends() {
+  while (state_ == SessionState::kReady && unacked_.resend_pending() && OutputRoom()) {
+    unacked_.NextResend(&out_);
+    const Status written = Encode(out_);
+    if (!written.ok()) {
+      unacked_.UndoResend();
+      // Room was checked: only an encoding failure lands here, and a kept
+      // send encoded once before.
+      return Fail(written, "a kept relay send could not be written again");
+    }
+    ++counters_.sends_resent;
+  }
+  return Status::Ok();
+}
+
 Status DeviceSession::SendAckIfDue(bool force) {
   if (state_ != SessionState::kReady || last_relay_id_ == acked_relay_id_) return Status::Ok();
   if (!force && last_relay_id_ - acked_relay_id_ < options_.ack_every) return Status::Ok();
-  if (!CanSend()) return Status::Ok();  // retried on the next Poll
+  if (!OutputRoom()) return Status::Ok();  // retried on the next Poll
   nodefl_wire_Envelope& m = NewMessage(nodefl_wire_Envelope_relay_ack_tag);
   m.body.relay_ack.relay_id = last_relay_id_;
   NODEFL_TRY(Send(m));
@@ -355,12 +430,13 @@ Status DeviceSession::Poll(uint64_t now_us) {
     return Fail(Status::DeadlineExceeded(), "server silent for longer than the idle timeout");
   }
   NODEFL_TRY(SendAckIfDue(true));
+  NODEFL_TRY(PumpResends());
   for (Role* role : roles_) {
     NODEFL_TRY(RoleResult(role->OnPoll(now_us, *this), *role, "in Poll"));
   }
   if (output_size_ > 0) last_tx_us_ = now_us;
   if (heartbeat_interval_ms_ != 0 && now_us - last_tx_us_ >= uint64_t{heartbeat_interval_ms_} * 1000 &&
-      CanSend()) {
+      OutputRoom()) {
     nodefl_wire_Envelope& m = NewMessage(nodefl_wire_Envelope_heartbeat_tag);
     m.body.heartbeat.sent_at_us = now_us;
     NODEFL_TRY(Send(m));

@@ -33,6 +33,7 @@ constexpr BodyInfo kBodies[] = {
     {nodefl_wire_Envelope_relay_send_tag, "relay_send", kFromDevice},
     {nodefl_wire_Envelope_relay_deliver_tag, "relay_deliver", kFromServer},
     {nodefl_wire_Envelope_relay_ack_tag, "relay_ack", kFromDevice},
+    {nodefl_wire_Envelope_relay_send_ack_tag, "relay_send_ack", kFromServer},
     {nodefl_wire_Envelope_job_start_tag, "job_start", kFromServer},
     {nodefl_wire_Envelope_job_report_tag, "job_report", kFromDevice},
     {nodefl_wire_Envelope_job_data_tag, "job_data", kFromDevice | kFromServer},

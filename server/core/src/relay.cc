@@ -29,6 +29,9 @@ struct Relay::Slot {
   uint64_t session = 0;            // session the held messages belong to
   std::shared_ptr<DeliveryTarget> target;  // set between BeginSession and EndSession
   std::unique_ptr<Queue> queue;
+  // As a source (under SourceStripeFor): the highest numbered send accepted
+  // from this device in its current session (reset when one begins afresh).
+  uint64_t last_send_id = 0;
 };
 
 std::string_view RelayResultName(RelayResult result) {
@@ -40,6 +43,7 @@ std::string_view RelayResultName(RelayResult result) {
     case RelayResult::kRefusedOfflineQueueFull: return "refused_offline_queue_full";
     case RelayResult::kRefusedRelayMemoryFull: return "refused_relay_memory_full";
     case RelayResult::kRefusedTooLarge: return "refused_too_large";
+    case RelayResult::kDuplicateSend: return "duplicate_send";
   }
   return "unknown";
 }
@@ -86,8 +90,35 @@ uint64_t Relay::SyncSession(Slot& slot, uint64_t session, std::unique_ptr<Queue>
   return dropped;
 }
 
-SubmitResult Relay::Submit(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed,
-                           uint64_t job_id, uint32_t round) {
+uint64_t Relay::LastSendId(uint32_t src) const {
+  const std::optional<size_t> slot_index = registry_.index().SlotOf(src);
+  if (!slot_index) return 0;
+  Slot& slot = slots_[*slot_index];
+  std::lock_guard<std::mutex> lock(SourceStripeFor(*slot_index));
+  return slot.last_send_id;
+}
+
+SubmitResult Relay::Submit(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id,
+                           uint32_t round, uint64_t send_id) {
+  if (send_id == 0) return SubmitUnnumbered(src, dst, sealed, job_id, round);
+  const std::optional<size_t> src_index = registry_.index().SlotOf(src);
+  if (!src_index) return SubmitUnnumbered(src, dst, sealed, job_id, round);
+  // Check and record under the source's lock, so that two connections of
+  // one device (the old one not yet closed) cannot both route a send_id.
+  Slot& source = slots_[*src_index];
+  std::lock_guard<std::mutex> lock(SourceStripeFor(*src_index));
+  if (send_id <= source.last_send_id) {
+    submitted_.fetch_add(1, std::memory_order_relaxed);
+    duplicate_sends_.fetch_add(1, std::memory_order_relaxed);
+    return SubmitResult{RelayResult::kDuplicateSend, 0};
+  }
+  const SubmitResult r = SubmitUnnumbered(src, dst, sealed, job_id, round);
+  if (Accepted(r.result)) source.last_send_id = send_id;
+  return r;
+}
+
+SubmitResult Relay::SubmitUnnumbered(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed,
+                                     uint64_t job_id, uint32_t round) {
   submitted_.fetch_add(1, std::memory_order_relaxed);
   SubmitResult out;
   const auto refuse = [&](RelayResult why, std::atomic<uint64_t>& counter) {
@@ -176,6 +207,11 @@ BeginSessionResult Relay::BeginSession(uint32_t dst, const AttachResult& attache
   std::unique_ptr<Queue> garbage;
   std::unique_ptr<Queue> acked_garbage;
   std::shared_ptr<DeliveryTarget> previous;  // released after unlock
+  if (!attached.resumed) {
+    // A device without its token numbers its sends from 1 again.
+    std::lock_guard<std::mutex> lock(SourceStripeFor(*slot_index));
+    slots_[*slot_index].last_send_id = 0;
+  }
   {
     Slot& slot = slots_[*slot_index];
     std::lock_guard<std::mutex> lock(StripeFor(*slot_index));
@@ -331,6 +367,7 @@ RelayStats Relay::Stats() const {
   stats.acked = get(acked_);
   stats.duplicate_acks = get(duplicate_acks_);
   stats.invalid_acks = get(invalid_acks_);
+  stats.duplicate_sends = get(duplicate_sends_);
   stats.dropped_by_session_reset = get(dropped_reset_);
   stats.messages_held = get(messages_held_);
   stats.bytes_held = get(bytes_held_);

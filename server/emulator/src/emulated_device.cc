@@ -34,6 +34,9 @@ constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePa
 // Room for several frames, so a role can send a batch of sealed messages per
 // poll without waiting for the socket.
 constexpr size_t kOutputFrames = 4;
+// Kept RelaySends until the server acknowledges them: room for two of the
+// largest (8.2 KiB), i.e. dozens of walk or comparison messages.
+constexpr size_t kUnackedBytes = 2 * device::UnackedSends::kMaxEntryBytes;
 
 // One entropy source for every device's DRBG; it must outlive them all.
 const EntropySource& HostEntropy() {
@@ -83,6 +86,7 @@ Status EmulatedDevice::Init() {
 
   frame_buffer_.resize(kMaxFrame);
   output_buffer_.resize(kOutputFrames * kMaxFrame);
+  unacked_buffer_.resize(kUnackedBytes);
   device::SessionOptions options;
   options.device_id = setup_.id;
   // Session events go to stderr from the level the fleet chose (warnings
@@ -90,7 +94,8 @@ Status EmulatedDevice::Init() {
   options.log.write = &host::HostStderrLog;
   options.log.min_level = fleet_.device_log_level;
   session_ = std::make_unique<device::DeviceSession>(
-      options, device::SessionBuffers{ByteSpan(frame_buffer_), ByteSpan(output_buffer_)});
+      options,
+      device::SessionBuffers{ByteSpan(frame_buffer_), ByteSpan(output_buffer_), ByteSpan(unacked_buffer_)});
 
   // One arena per device, sized by the SDK from the roles this device
   // serves (docs/porting.md, "Sizing a device"); each role is carved from it.
@@ -566,7 +571,7 @@ asio::awaitable<void> EmulatedDevice::Reader() {
       }
     }
     ConstByteSpan pending(chunk.data(), n);
-    while (!pending.empty() && connection_up_ && !frozen_) {
+    while (!pending.empty() && connection_up_ && !frozen_ && !dead_) {
       size_t consumed = 0;
       const Status st = pump_->OnReceived(pending, NowMicros(), &consumed);
       pending = pending.subspan(consumed);
@@ -629,7 +634,7 @@ asio::awaitable<void> EmulatedDevice::Writer() {
       co_return;
     }
     // Output space is free again: let the roles continue their bulk work.
-    if (connection_up_ && session_->state() == device::SessionState::kReady) {
+    if (connection_up_ && !dead_ && session_->state() == device::SessionState::kReady) {
       if (!pump_->Tick(NowMicros()).ok()) {
         CloseSocket();
         co_return;
@@ -646,7 +651,9 @@ asio::awaitable<void> EmulatedDevice::Poller() {
     poll_timer_.expires_after(fleet_.poll_interval);
     boost::system::error_code ec;
     co_await poll_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (!connection_up_ || epoch != connection_epoch_) break;
+    // A killed device does nothing more, not even with input it already
+    // holds (Kill wakes this timer while the connection is still up).
+    if (!connection_up_ || dead_ || epoch != connection_epoch_) break;
     if (frozen_) continue;
     const Status polled = pump_->Tick(NowMicros());
     if (!polled.ok()) {

@@ -350,6 +350,12 @@ asio::awaitable<void> Connection::Run() {
       end_reason = "refused";
       break;
     }
+    if (send_id_accepted_ > send_id_acked_ && state_ == State::kRunning) {
+      protocol::InitEnvelope(out_.get(), nodefl_wire_Envelope_relay_send_ack_tag);
+      out_->body.relay_send_ack.send_id = send_id_accepted_;
+      if (!QueueControl(*out_)) break;
+      send_id_acked_ = send_id_accepted_;
+    }
   }
 
   // Closing: let the writer flush what is queued (an Error, a Goodbye), or
@@ -537,6 +543,8 @@ asio::awaitable<bool> Connection::HandleHello() {
   w.body.welcome.max_frame_bytes = ctx_.config.max_frame_bytes;
   w.body.welcome.pending_messages = static_cast<uint32_t>(std::min<uint64_t>(begun.pending, UINT32_MAX));
   w.body.welcome.resumed = attached.resumed;
+  // What the device may forget of its numbered sends; it sends the rest again.
+  w.body.welcome.last_relay_send_id = attached.resumed ? ctx_.relay->LastSendId(device_id_) : 0;
   if (!QueueControl(w)) co_return false;
   state_ = State::kRunning;
   SetDeadline(ctx_.config.idle_timeout_ms, "idle");
@@ -570,10 +578,10 @@ asio::awaitable<bool> Connection::HandleRelaySend() {
   uint64_t drained = 0;
   const auto submit = [&] {
     return ctx_.relay->Submit(device_id_, send.dst, std::span<const uint8_t>(send.sealed.bytes, send.sealed.size),
-                              in_->job_id, in_->round);
+                              in_->job_id, in_->round, send.send_id);
   };
   SubmitResult r = submit();
-  while (!Accepted(r.result)) {
+  while (!Accepted(r.result) && r.result != RelayResult::kDuplicateSend) {
     const bool destination_full = r.result == RelayResult::kRefusedQueueFull;
     const bool relay_full = r.result == RelayResult::kRefusedRelayMemoryFull;
     if (!(destination_full || relay_full) || state_ != State::kRunning) break;
@@ -604,9 +612,12 @@ asio::awaitable<bool> Connection::HandleRelaySend() {
     }
     r = submit();
   }
-  if (Accepted(r.result)) {
-    ctx_.counters.relay_sent.fetch_add(1, std::memory_order_relaxed);
-    ctx_.counters.relay_bytes.fetch_add(send.sealed.size, std::memory_order_relaxed);
+  if (Accepted(r.result) || r.result == RelayResult::kDuplicateSend) {
+    if (r.result != RelayResult::kDuplicateSend) {
+      ctx_.counters.relay_sent.fetch_add(1, std::memory_order_relaxed);
+      ctx_.counters.relay_bytes.fetch_add(send.sealed.size, std::memory_order_relaxed);
+    }
+    send_id_accepted_ = std::max(send_id_accepted_, send.send_id);
     co_return true;
   }
   const bool client_error = r.result == RelayResult::kRefusedUnknownDestination ||

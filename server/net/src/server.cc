@@ -230,6 +230,7 @@ int Server::Run() {
                          {"relay_sent", c.relay_sent.load()},
                          {"relay_delivered", c.relay_delivered.load()},
                          {"relay_acked", relay.acked},
+                         {"relay_resends_dropped", relay.duplicate_sends},
                          {"resumes", rs.resumes},
                          {"peak_rss_kib", PeakRssKiB()}});
   return s.exit_status.load();

@@ -23,6 +23,7 @@
 #include "nodefl/core/span.h"
 #include "nodefl/core/status.h"
 #include "nodefl/device/role.h"
+#include "nodefl/device/unacked_sends.h"
 #include "nodefl/platform/platform.h"
 #include "nodefl/protocol/envelope.pb.h"
 #include "nodefl/protocol/frame.h"
@@ -61,6 +62,13 @@ struct SessionBuffers {
   // Encoded frames waiting to be written to TLS. At least two maximum
   // frames; larger lets roles send more per Poll.
   Span<uint8_t> output;
+  // Optional: copies of RelaySends until the server acknowledges them, sent
+  // again after a reconnect (unacked_sends.h). At least
+  // UnackedSends::kMaxEntryBytes to enable; a few of those let roles keep
+  // sending while acknowledgements travel (RelaySend payloads are mostly far
+  // smaller). Empty: sends are not kept and a broken connection can lose
+  // them (protocol v1 behaviour).
+  Span<uint8_t> unacked = {};
 };
 
 class DeviceSession {
@@ -104,7 +112,8 @@ class DeviceSession {
   // and seq. kResourceExhausted when the output lacks room (try again later);
   // kFailedPrecondition before Welcome (except for Hello/Goodbye).
   Status Send(nodefl_wire_Envelope& message);
-  // Room for one more maximum-size frame?
+  // Room for one more maximum-size frame (and, with kept sends, room to
+  // keep one and no resend still waiting)? Roles send only when true.
   bool CanSend() const;
 
   SessionState state() const { return state_; }
@@ -119,6 +128,10 @@ class DeviceSession {
     uint64_t relay_delivered = 0;   // passed to roles
     uint64_t relay_duplicates = 0;  // re-deliveries skipped after a resume
     uint64_t relay_orphans = 0;     // for a job no role runs
+    uint64_t sends_kept = 0;        // RelaySends numbered and kept until acknowledged
+    uint64_t sends_resent = 0;      // kept sends written again after a reconnect
+    uint64_t sends_unkept = 0;      // sent unnumbered: no room to keep them
+    uint64_t sends_forgotten = 0;   // kept sends dropped because the server began a fresh session
   };
   const Counters& counters() const { return counters_; }
 
@@ -134,6 +147,12 @@ class DeviceSession {
   Status HandleWelcome();
   Status HandleJobMessage();
   Status HandleRelayDeliver();
+  Status HandleRelaySendAck();
+  // Writes kept sends again while the output has room.
+  Status PumpResends();
+  // Version, seq and the frame into the output; no state checks.
+  Status Encode(nodefl_wire_Envelope& message);
+  bool OutputRoom() const;
   Status SendHello(uint64_t now_us);
   Status SendAckIfDue(bool force);
   // Closes the session with `status`; `text` becomes last_error() and, with
@@ -169,6 +188,9 @@ class DeviceSession {
   // Relay bookkeeping: highest relay_id handed to a role, and acked.
   uint64_t last_relay_id_ = 0;
   uint64_t acked_relay_id_ = 0;
+  // Kept RelaySends (numbered from 1, never reused by this session).
+  UnackedSends unacked_;
+  uint64_t next_send_id_ = 1;
 
   InlineVector<Role*, kMaxRoles> roles_;
   InlineVector<ActiveJob, kMaxActiveJobs> jobs_;

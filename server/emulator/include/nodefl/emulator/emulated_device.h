@@ -315,6 +315,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   bool session_start_failed_ = false;
   std::vector<uint8_t> frame_buffer_;
   std::vector<uint8_t> output_buffer_;
+  std::vector<uint8_t> unacked_buffer_;
   // Every role's storage, carved in Init (the SDK's Plan/Carve); declared
   // before the storage owners and roles so that it outlives them.
   std::vector<uint8_t> arena_buffer_;

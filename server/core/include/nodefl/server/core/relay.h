@@ -123,6 +123,10 @@ enum class RelayResult : uint8_t {
   kRefusedOfflineQueueFull,
   kRefusedRelayMemoryFull,
   kRefusedTooLarge,
+  // A numbered send (RelaySend.send_id) at or below the highest the source
+  // had accepted: a resend of one the relay holds or delivered. Not routed
+  // again; the connection acknowledges it like an accepted one.
+  kDuplicateSend,
 };
 
 std::string_view RelayResultName(RelayResult result);
@@ -186,6 +190,7 @@ struct RelayStats {
   uint64_t acked = 0;        // messages released by acks
   uint64_t duplicate_acks = 0;
   uint64_t invalid_acks = 0;
+  uint64_t duplicate_sends = 0;  // numbered resends not routed again (kDuplicateSend)
   uint64_t dropped_by_session_reset = 0;
   uint64_t messages_held = 0;  // pending now, all devices
   uint64_t bytes_held = 0;     // payload bytes pending now, all devices
@@ -200,8 +205,16 @@ class Relay {
   Relay(const Relay&) = delete;
   Relay& operator=(const Relay&) = delete;
 
+  // `send_id` (RelaySend.send_id, 0 = unnumbered): a numbered send is
+  // routed once per source session; one at or below the highest accepted
+  // from `src` in its current session is kDuplicateSend.
   SubmitResult Submit(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id,
-                      uint32_t round);
+                      uint32_t round, uint64_t send_id = 0);
+
+  // The highest send_id accepted from `src` in its current session (0 once
+  // a session begins that is not resumed: the device lost its token and
+  // numbers from 1 again), for Welcome.last_relay_send_id.
+  uint64_t LastSendId(uint32_t src) const;
 
   // Call after a successful DeviceRegistry::Attach (pass its result and the
   // same target), before sending Welcome. `last_acked` is Hello.
@@ -242,6 +255,12 @@ class Relay {
   static constexpr size_t kStripes = 64;
 
   std::mutex& StripeFor(size_t slot) const { return stripes_[slot % kStripes].mutex; }
+  // Guards the source-side fields (last_send_id, send_session) of a slot.
+  // Taken before a destination stripe, never while holding one.
+  std::mutex& SourceStripeFor(size_t slot) const { return source_stripes_[slot % kStripes].mutex; }
+  SubmitResult SubmitUnnumbered(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id,
+                                uint32_t round);
+
   bool ReserveTotalBytes(uint64_t bytes);
   void ReleaseTotal(uint64_t messages, uint64_t bytes);
   // Under the stripe lock: drops the previous session's messages if `session`
@@ -254,6 +273,7 @@ class Relay {
   const RelayLimits limits_;
   std::unique_ptr<Slot[]> slots_;
   mutable std::array<Stripe, kStripes> stripes_;
+  mutable std::array<Stripe, kStripes> source_stripes_;
 
   std::atomic<uint64_t> submitted_{0};
   std::atomic<uint64_t> delivered_online_{0};
@@ -268,6 +288,7 @@ class Relay {
   std::atomic<uint64_t> acked_{0};
   std::atomic<uint64_t> duplicate_acks_{0};
   std::atomic<uint64_t> invalid_acks_{0};
+  std::atomic<uint64_t> duplicate_sends_{0};
   std::atomic<uint64_t> dropped_reset_{0};
   std::atomic<uint64_t> messages_held_{0};
   std::atomic<uint64_t> bytes_held_{0};

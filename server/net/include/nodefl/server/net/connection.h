@@ -176,6 +176,11 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   static constexpr uint32_t kMaxWaitingPeerKeyRequests = 64;
   uint32_t waiting_peer_key_requests_ = 0;
   uint64_t frames_in_ = 0;
+  // Numbered RelaySends (send_id): the highest accepted on this connection
+  // and the highest acknowledged to the device (RelaySendAck, sent once the
+  // frames of one read are handled, so a burst costs one ack).
+  uint64_t send_id_accepted_ = 0;
+  uint64_t send_id_acked_ = 0;
   uint64_t writes_out_ = 0;
 };
 
