@@ -12,7 +12,9 @@
 # A cross build registers a representative subset: neither the SLOW cases
 # nor those matching HOST_ONLY (exhaustive sweeps and statistical checks of
 # arithmetic that is the same on every target, minutes under qemu); the
-# host build runs them all, once.
+# host build runs them all, once. There the HOST_ONLY cases also carry the
+# label exhaustive, which the sanitizer stage leaves out too (the same code
+# paths as the unit tests beside them, many times over).
 #
 # Slow tests get a high COST, so that a parallel ctest starts them first
 # (on a fresh tree it has no timings of its own) instead of ending on one.
@@ -44,9 +46,26 @@ function(nodefl_discover_tests target)
       string(APPEND skipped ${arg_HOST_ONLY})
     endif()
     gtest_discover_tests(${target} TEST_LIST ${target}_main TEST_FILTER "-${skipped}" ${common})
-  elseif(arg_SLOW)
-    gtest_discover_tests(${target} TEST_LIST ${target}_main TEST_FILTER "-${arg_SLOW}" ${common})
-    gtest_discover_tests(${target} TEST_LIST ${target}_slow TEST_FILTER "${arg_SLOW}" ${common})
+  elseif(arg_SLOW OR arg_HOST_ONLY)
+    # Three disjoint lists: slow, exhaustive (HOST_ONLY and not slow), the rest.
+    set(not_main "${arg_SLOW}")
+    if(arg_HOST_ONLY)
+      if(not_main)
+        string(APPEND not_main ":")
+      endif()
+      string(APPEND not_main "${arg_HOST_ONLY}")
+    endif()
+    gtest_discover_tests(${target} TEST_LIST ${target}_main TEST_FILTER "-${not_main}" ${common})
+    if(arg_SLOW)
+      gtest_discover_tests(${target} TEST_LIST ${target}_slow TEST_FILTER "${arg_SLOW}" ${common})
+    endif()
+    if(arg_HOST_ONLY)
+      set(host_only_filter "${arg_HOST_ONLY}")
+      if(arg_SLOW)
+        string(APPEND host_only_filter "-${arg_SLOW}")
+      endif()
+      gtest_discover_tests(${target} TEST_LIST ${target}_exhaustive TEST_FILTER "${host_only_filter}" ${common})
+    endif()
   else()
     gtest_discover_tests(${target} TEST_LIST ${target}_main ${common})
   endif()
@@ -58,6 +77,9 @@ function(nodefl_discover_tests target)
        "endif()\n"
        "if(${target}_slow)\n"
        "  set_tests_properties(\${${target}_slow} PROPERTIES LABELS \"slow;${arg_AREA}\" COST 10000)\n"
+       "endif()\n"
+       "if(${target}_exhaustive)\n"
+       "  set_tests_properties(\${${target}_exhaustive} PROPERTIES LABELS \"${arg_KIND};${arg_AREA};exhaustive\")\n"
        "endif()\n")
   # Included after the discovery include files appended above, so the
   # test lists are known by then.

@@ -24,7 +24,8 @@
 //     stream of well-formed frames with decodable envelopes of the current
 //     version, seq 1, 2, ... per connection, opening with its Hello.
 // Input: byte 0 flags (bits 0-1: output buffer of 2..5 maximum frames; bit
-// 2: a smaller max_frame_payload; bit 3: reconnect after a close), byte 1
+// 2: a smaller max_frame_payload; bit 3: reconnect after a close; bits 4-5:
+// memory to keep 0..3 largest relay sends until acknowledged), byte 1
 // seeds the piece sizes, byte 2 ack_every and the smaller payload limit,
 // byte 3 seeds the clock; the rest is the server's byte stream (the seeds
 // open it with a Welcome frame so mutations start past registration).
@@ -176,6 +177,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Lcg clock{data[3] | 1u};
   const size_t output_frames = 2 + (flags & 3);
   const bool reconnect = (flags & 8) != 0;
+  // Kept sends: none, room for one largest, or for three (bits 4-5).
+  const size_t unacked_entries = (flags >> 4) & 3;
   device::SessionOptions options;
   options.device_id = kDeviceId;
   options.max_frame_payload = (flags & 4) != 0 ? 64 + uint32_t{data[2]} * 16 : protocol::kMaxFramePayloadBytes;
@@ -191,10 +194,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Caller memory of exactly the documented size, at the end of each array.
   static uint8_t frame_storage[kMaxFrame];
   static uint8_t output_storage[5 * kMaxFrame];
+  static uint8_t unacked_storage[3 * device::UnackedSends::kMaxEntryBytes];
   const size_t frame_size = protocol::kFrameHeaderBytes + options.max_frame_payload;
   const size_t output_size = output_frames * kMaxFrame;
   const Span<uint8_t> frame(frame_storage + sizeof frame_storage - frame_size, frame_size);
   const Span<uint8_t> output(output_storage + sizeof output_storage - output_size, output_size);
+  const size_t unacked_size = unacked_entries * device::UnackedSends::kMaxEntryBytes;
+  const Span<uint8_t> unacked(unacked_storage + sizeof unacked_storage - unacked_size, unacked_size);
 
   // The HCT role: device 3 with four neighbours, one beyond most graphs.
   static fw::HctNeighbour neighbours[4];
@@ -221,7 +227,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   static device::DeviceSession* session_slot;  // the session is ~9 KiB: keep it off the stack
   alignas(device::DeviceSession) static uint8_t session_memory[sizeof(device::DeviceSession)];
-  session_slot = new (session_memory) device::DeviceSession(options, device::SessionBuffers{frame, output});
+  session_slot = new (session_memory) device::DeviceSession(options, device::SessionBuffers{frame, output, unacked});
   device::DeviceSession& session = *session_slot;
   Check(session.AddRole(hct_probe).ok() && session.AddRole(echo_probe).ok());
 

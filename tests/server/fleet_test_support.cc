@@ -16,10 +16,41 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
+// Nodes 0..n-1 of `g` and the edges among them, labels and features kept.
+dataset::Graph Prefix(const dataset::Graph& g, uint32_t n) {
+  dataset::Graph p;
+  p.name = g.name;
+  p.num_nodes = n;
+  p.offsets.push_back(0);
+  uint64_t ends = 0;
+  for (uint32_t v = 0; v < n; ++v) {
+    for (uint64_t i = g.offsets[v]; i < g.offsets[v + 1]; ++i) {
+      if (g.neighbours[i] < n) {
+        p.neighbours.push_back(g.neighbours[i]);
+        ++ends;
+      }
+    }
+    p.offsets.push_back(p.neighbours.size());
+  }
+  p.num_edges = ends / 2;
+  const auto cut = [n](const std::vector<uint64_t>& offsets, const std::vector<uint32_t>& items,
+                       std::vector<uint64_t>* out_offsets, std::vector<uint32_t>* out_items) {
+    if (offsets.size() <= n) return;
+    out_offsets->assign(offsets.begin(), offsets.begin() + n + 1);
+    out_items->assign(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(offsets[n]));
+  };
+  cut(g.label_offsets, g.labels, &p.label_offsets, &p.labels);
+  cut(g.feature_offsets, g.features, &p.feature_offsets, &p.features);
+  p.num_label_classes = g.num_label_classes;
+  p.num_feature_dims = g.num_feature_dims;
+  return p;
+}
+
 void StartServer(EmulatedFleet& f, const FleetPlan& plan, server::ServerConfig* config) {
   const dataset::LoadResult loaded = dataset::LoadGraph(fs::path(NODEFL_DATASETS_DIR) / plan.dataset);
   ASSERT_TRUE(loaded.ok) << "the " << plan.dataset << " dataset is required: " << loaded.error;
-  f.graph = loaded.graph;
+  f.graph = plan.max_nodes == 0 || plan.max_nodes >= loaded.graph.num_nodes ? loaded.graph
+                                                                             : Prefix(loaded.graph, plan.max_nodes);
   std::vector<uint32_t> ids(f.graph.num_nodes);
   std::iota(ids.begin(), ids.end(), 0u);
   f.deployment = std::make_unique<TestDeployment>(ids, plan.pki_seed);

@@ -48,6 +48,9 @@ struct EmulatedFleet {
 
 struct FleetPlan {
   std::string dataset;  // a folder of NODEFL_DATASETS_DIR, one device per node
+  // 0: every node; N: only nodes 0..N-1 and the edges among them (as
+  // nodefl-emulate --devices N).
+  uint32_t max_nodes = 0;
   uint64_t pki_seed = 1;
   // The job's server settings, applied after the common ones (job quorum =
   // every node, exit after one job, output_dir = EmulatedFleet::out).
