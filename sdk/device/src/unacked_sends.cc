@@ -3,35 +3,20 @@
 
 #include <cstring>
 
+#include "nodefl/core/little_endian.h"
+
 namespace nodefl::device {
 namespace {
 
-// Entries are copied field by field: the span has no alignment promise.
-template <typename T>
-void Put(uint8_t*& p, T value) {
-  std::memcpy(p, &value, sizeof(T));
-  p += sizeof(T);
-}
-template <typename T>
-T Get(const uint8_t*& p) {
-  T value;
-  std::memcpy(&value, p, sizeof(T));
-  p += sizeof(T);
-  return value;
-}
-
-uint64_t IdAt(const uint8_t* entry) {
-  uint64_t id;
-  std::memcpy(&id, entry, sizeof(id));
-  return id;
-}
+// Entry layout (unacked_sends.h): the offsets of its header fields.
+constexpr size_t kIdAt = 0, kJobAt = 8, kRoundAt = 16, kDstAt = 20, kSizeAt = 24;
 
 }  // namespace
 
+static_assert(UnackedSends::kHeaderBytes == kSizeAt + 2, "the header ends with the sealed size");
+
 size_t UnackedSends::EntryBytes(size_t at) const {
-  uint16_t sealed;
-  std::memcpy(&sealed, memory_.data() + at + kHeaderBytes - sizeof(uint16_t), sizeof(sealed));
-  return kHeaderBytes + sealed;
+  return kHeaderBytes + LoadU16Le(memory_.data() + at + kSizeAt);
 }
 
 bool UnackedSends::Keep(const nodefl_wire_Envelope& message, bool sent) {
@@ -40,12 +25,12 @@ bool UnackedSends::Keep(const nodefl_wire_Envelope& message, bool sent) {
   if (!enabled() || memory_.size() - size_ < need || send.send_id <= last_id_) return false;
   const bool was_caught_up = cursor_ == size_;
   uint8_t* p = memory_.data() + size_;
-  Put<uint64_t>(p, send.send_id);
-  Put<uint64_t>(p, message.job_id);
-  Put<uint32_t>(p, message.round);
-  Put<uint32_t>(p, send.dst);
-  Put<uint16_t>(p, static_cast<uint16_t>(send.sealed.size));
-  std::memcpy(p, send.sealed.bytes, send.sealed.size);
+  StoreU64Le(send.send_id, p + kIdAt);
+  StoreU64Le(message.job_id, p + kJobAt);
+  StoreU32Le(message.round, p + kRoundAt);
+  StoreU32Le(send.dst, p + kDstAt);
+  StoreU16Le(static_cast<uint16_t>(send.sealed.size), p + kSizeAt);
+  std::memcpy(p + kHeaderBytes, send.sealed.bytes, send.sealed.size);
   size_ += need;
   ++count_;
   last_id_ = send.send_id;
@@ -57,7 +42,7 @@ bool UnackedSends::Keep(const nodefl_wire_Envelope& message, bool sent) {
 
 size_t UnackedSends::Release(uint64_t acked) {
   size_t drop = 0, released = 0;
-  while (drop < size_ && IdAt(memory_.data() + drop) <= acked) {
+  while (drop < size_ && LoadU64Le(memory_.data() + drop + kIdAt) <= acked) {
     drop += EntryBytes(drop);
     ++released;
   }
@@ -82,12 +67,12 @@ void UnackedSends::NextResend(nodefl_wire_Envelope* out) {
   std::memset(out, 0, sizeof(*out));
   out->which_body = nodefl_wire_Envelope_relay_send_tag;
   nodefl_wire_RelaySend& send = out->body.relay_send;
-  send.send_id = Get<uint64_t>(p);
-  out->job_id = Get<uint64_t>(p);
-  out->round = Get<uint32_t>(p);
-  send.dst = Get<uint32_t>(p);
-  const uint16_t sealed = Get<uint16_t>(p);
-  std::memcpy(send.sealed.bytes, p, sealed);
+  send.send_id = LoadU64Le(p + kIdAt);
+  out->job_id = LoadU64Le(p + kJobAt);
+  out->round = LoadU32Le(p + kRoundAt);
+  send.dst = LoadU32Le(p + kDstAt);
+  const uint16_t sealed = LoadU16Le(p + kSizeAt);
+  std::memcpy(send.sealed.bytes, p + kHeaderBytes, sealed);
   send.sealed.size = sealed;
   cursor_ += kHeaderBytes + sealed;
 }
