@@ -14,7 +14,7 @@
 // G_l (range.h) bounds every entry a participant submits.
 #include <gtest/gtest.h>
 
-#include <Eigen/Dense>
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -25,6 +25,7 @@
 #include "nodefl/kcagc/rng.h"
 #include "nodefl/kcagc/spectral.h"
 #include "kcagc_spectra.h"
+#include "reference_linalg.h"
 
 namespace nodefl::kcagc {
 namespace {
@@ -39,16 +40,16 @@ void ExpectTopSubspace(const Matrix& x, const Matrix& basis, uint32_t k) {
   // Orthonormal columns.
   EXPECT_LT((v.transpose() * v - Eigen::MatrixXd::Identity(k, k)).cwiseAbs().maxCoeff(), 1e-5);
   // The same subspace as the SVD's top k (projectors agree).
-  Eigen::BDCSVD<Eigen::MatrixXd> svd(x.cast<double>(), Eigen::ComputeThinV);
-  const Eigen::MatrixXd ref = svd.matrixV().leftCols(k);
+  const test::ThinSvd svd = test::ReferenceSvd(x.cast<double>());
+  const Eigen::MatrixXd ref = svd.v.leftCols(k);
   EXPECT_LT((v * v.transpose() - ref * ref.transpose()).norm(), 1e-4);
   // It captures the top singular values' energy ‖X V‖² = Σ_{j<k} σ_j².
   const double captured = (x.cast<double>() * v).squaredNorm();
-  const double top = svd.singularValues().head(k).squaredNorm();
+  const double top = svd.singular_values.head(k).squaredNorm();
   EXPECT_NEAR(captured / top, 1.0, 1e-5);
   // In order: column j carries σ_j.
   for (uint32_t j = 0; j < k; ++j) {
-    EXPECT_NEAR((x.cast<double>() * v.col(j)).norm() / svd.singularValues()(j), 1.0, 1e-4) << j;
+    EXPECT_NEAR((x.cast<double>() * v.col(j)).norm() / svd.singular_values(j), 1.0, 1e-4) << j;
   }
 }
 
@@ -162,12 +163,12 @@ TEST(SpectralTest, FindsTheTopLeftSingularVectorsAndValues) {
   EXPECT_LT(r->summary.steps, 300u);
   const Eigen::MatrixXd ud = u.cast<double>();
   EXPECT_LT((ud.transpose() * ud - Eigen::MatrixXd::Identity(k, k)).cwiseAbs().maxCoeff(), 1e-5);
-  Eigen::BDCSVD<Eigen::MatrixXd> svd(x.cast<double>(), Eigen::ComputeThinU);
-  EXPECT_LT(LargestAngleSine(u, svd.matrixU().leftCols(k).cast<float>()), 1e-3);
+  const test::ThinSvd svd = test::ReferenceSvd(x.cast<double>());
+  EXPECT_LT(LargestAngleSine(u, svd.u.leftCols(k).cast<float>()), 1e-3);
   for (uint32_t j = 0; j < k; ++j) {
-    EXPECT_NEAR(r->singular_values[j] / svd.singularValues()(j), 1.0, 1e-5) << j;
+    EXPECT_NEAR(r->singular_values[j] / svd.singular_values(j), 1.0, 1e-5) << j;
     // Column j is u_j itself (up to sign), not just a vector of the span.
-    EXPECT_NEAR(std::abs(ud.col(j).dot(svd.matrixU().col(j))), 1.0, 1e-4) << j;
+    EXPECT_NEAR(std::abs(ud.col(j).dot(svd.u.col(j))), 1.0, 1e-4) << j;
   }
 }
 
@@ -262,8 +263,7 @@ TEST(SpectralTest, GramBoundCoversEveryContribution) {
   for (Eigen::Index i = 0; i < a.size(); ++i) a.data()[i] = rng.Uniform() - 0.5;
   // The worst block for row i points along (X^l)^T x_i's direction; a
   // random orthonormal one and the top left singular vectors both stay under.
-  const Matrix random = Matrix((Eigen::HouseholderQR<Eigen::MatrixXd>(a).householderQ() *
-                                Eigen::MatrixXd::Identity(200, 12)).cast<float>());
+  const Matrix random = Matrix(test::OrthonormalColumns(a).cast<float>());
   const Matrix top = TopLeftSingularVectors(x, 12).value().basis;
   const double bound = GramBound(x);
   for (const Matrix* q : {&random, &top}) {

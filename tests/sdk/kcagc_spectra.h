@@ -5,13 +5,14 @@
 // server side alike).
 #pragma once
 
-#include <Eigen/Dense>
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "nodefl/kcagc/rng.h"
 #include "nodefl/kcagc/types.h"
+#include "reference_linalg.h"
 
 namespace nodefl::kcagc_test {
 
@@ -28,8 +29,8 @@ inline kcagc::Matrix SpectrumMatrix(uint32_t n, uint32_t m, double top, double r
   Eigen::MatrixXd a(n, r), b(m, r);
   for (Eigen::Index i = 0; i < a.size(); ++i) a.data()[i] = gauss();
   for (Eigen::Index i = 0; i < b.size(); ++i) b.data()[i] = gauss();
-  const Eigen::MatrixXd u = Eigen::HouseholderQR<Eigen::MatrixXd>(a).householderQ() * Eigen::MatrixXd::Identity(n, r);
-  const Eigen::MatrixXd v = Eigen::HouseholderQR<Eigen::MatrixXd>(b).householderQ() * Eigen::MatrixXd::Identity(m, r);
+  const Eigen::MatrixXd u = test::OrthonormalColumns(a);
+  const Eigen::MatrixXd v = test::OrthonormalColumns(b);
   Eigen::VectorXd sigma(r);
   for (uint32_t j = 0; j < r; ++j) sigma(j) = top * std::pow(ratio, j);
   Eigen::MatrixXd x = u * sigma.asDiagonal() * v.transpose();
@@ -42,13 +43,10 @@ inline kcagc::Matrix SpectrumMatrix(uint32_t n, uint32_t m, double top, double r
 // double, so that the float rounding of the columns does not count; the
 // sine is computed from the residual, not from a cosine near 1).
 inline double LargestAngleSine(const kcagc::Matrix& a, const kcagc::Matrix& b) {
-  const auto basis = [](const kcagc::Matrix& m) -> Eigen::MatrixXd {
-    return Eigen::HouseholderQR<Eigen::MatrixXd>(m.cast<double>()).householderQ() *
-           Eigen::MatrixXd::Identity(m.rows(), m.cols());
-  };
-  const Eigen::MatrixXd qa = basis(a), qb = basis(b);
+  const Eigen::MatrixXd qa = test::OrthonormalColumns(a.cast<double>());
+  const Eigen::MatrixXd qb = test::OrthonormalColumns(b.cast<double>());
   const Eigen::MatrixXd residual = qa - qb * (qb.transpose() * qa);
-  return Eigen::JacobiSVD<Eigen::MatrixXd>(residual).singularValues()(0);
+  return test::LargestSingularValue(residual);
 }
 
 }  // namespace nodefl::kcagc_test

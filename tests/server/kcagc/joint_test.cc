@@ -15,7 +15,7 @@
 //     0.5 points of the centralized run's for L = 2 and 8.
 #include <gtest/gtest.h>
 
-#include <Eigen/Dense>
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -30,6 +30,7 @@
 #include "nodefl/server/kcagc/sim/features.h"
 #include "nodefl/server/kcagc/sim/joint.h"
 #include "nodefl/server/kcagc/sim/runs.h"
+#include "reference_linalg.h"
 #include "sim_test_support.h"
 #include "../../sdk/kcagc_spectra.h"
 #include "../kcagc_attributed_graph.h"
@@ -103,8 +104,8 @@ TEST(KcagcJointTest, SpansTheCentralWhitenedSpaceWithExactAndFixedPointSums) {
     // The centralized run's space: the same iteration on the whole matrix
     // (same start block, same rule), and the SVD's for reference.
     const nodefl::kcagc::LeftSingularVectors central = nodefl::kcagc::TopLeftSingularVectors(whole, k, o.projection).value();
-    Eigen::BDCSVD<Eigen::MatrixXd> svd(whole.cast<double>(), Eigen::ComputeThinU);
-    const Matrix reference = svd.matrixU().leftCols(k).cast<float>();
+    const nodefl::test::ThinSvd svd = nodefl::test::ReferenceSvd(whole.cast<double>());
+    const Matrix reference = svd.u.leftCols(k).cast<float>();
     ASSERT_LT(LargestAngleSine(central.basis, reference), 1e-4);
 
     ExactAggregator exact_agg;
@@ -126,7 +127,7 @@ TEST(KcagcJointTest, SpansTheCentralWhitenedSpaceWithExactAndFixedPointSums) {
       EXPECT_LT(LargestAngleSine(j->basis, reference), 1e-4) << "L " << parties;
       EXPECT_LE(std::abs(static_cast<int>(j->steps) - static_cast<int>(central.summary.steps)), 1) << "L " << parties;
       for (uint32_t r = 0; r < k; ++r) {
-        EXPECT_NEAR(j->singular_values[r] / svd.singularValues()(r), 1.0, 1e-5) << "L " << parties << " σ_" << r;
+        EXPECT_NEAR(j->singular_values[r] / svd.singular_values(r), 1.0, 1e-5) << "L " << parties << " σ_" << r;
       }
       EXPECT_EQ(j->cost.clipped, 0u);
       EXPECT_EQ(j->range.bounds.size(), parties);
