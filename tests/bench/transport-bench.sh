@@ -4,10 +4,11 @@
 # server and emulator side by side on this machine.
 #
 # Usage: tests/bench/transport-bench.sh [--sizes "1000 10000"] [--messages M]
-#                                       [--payload BYTES] [--no-build]
+#                                       [--payload BYTES] [--relay-bytes B] [--no-build]
 #   --sizes      device counts to run (default "1000 10000")
 #   --messages   sealed messages per directed edge in the throughput job (default 5)
 #   --payload    plaintext bytes per message (default 1024)
+#   --relay-bytes the server's relay_memory_bytes (default 4 GiB)
 #   --no-build   use the binaries already in build/host
 #
 # Per size it generates a random graph (every device gets 8 random
@@ -19,9 +20,9 @@
 #   relay MB/s     sealed bytes (payload + 24) / the same duration
 #   server KiB/dev (server RSS when all devices are registered and idle -
 #                   server RSS before any connected) / devices
-# The relay may hold 4 GiB here (default 1 GiB): every device sends its whole
-# load at once, far more than the emulator drains at that moment, and a full
-# relay makes senders wait (docs/benchmarks.md explains the limit).
+# The relay may hold 4 GiB here (the server's default is 1 GiB): every device
+# sends as fast as its send window lets it, more than the emulator drains at
+# that moment, and a full relay makes senders wait (docs/benchmarks.md).
 # The idle timeout is raised because one emulator process does the crypto of
 # thousands of devices: a device's heartbeat can wait minutes for its turn,
 # which real devices (one CPU each) never do.
@@ -32,14 +33,16 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 sizes="1000 10000"
 messages=5
 payload=1024
+relay_bytes=$((4 << 30))
 build=1
 while [[ $# -gt 0 ]]; do
   case $1 in
     --sizes) sizes=$2; shift 2 ;;
     --messages) messages=$2; shift 2 ;;
     --payload) payload=$2; shift 2 ;;
+    --relay-bytes) relay_bytes=$2; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,25s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,29s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "transport-bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -89,7 +92,7 @@ PY
   $bin/nodefl-server --tls_ca_cert "$pki/ca.crt" --tls_server_cert "$pki/server.crt" \
     --tls_server_key "$pki/server.key" --credentials_dir "$pki/devices" --listen_port "$port" \
     --max_devices $((n + 100)) --threads 1 --job neighbour-echo --exit_after_jobs 1 \
-    --idle_timeout_ms 1800000 --heartbeat_interval_ms 600000 --relay_memory_bytes $((4 << 30)) \
+    --idle_timeout_ms 1800000 --heartbeat_interval_ms 600000 --relay_memory_bytes "$relay_bytes" \
     --job_messages_per_edge "$messages" --job_payload_bytes "$payload" \
     --job_round_deadline_ms 1800000 >/dev/null 2>"$log" &
   server_pid=$!

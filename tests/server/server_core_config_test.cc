@@ -63,6 +63,7 @@ TEST(ServerConfigDefaults, MatchTheDocumentedValues) {
   EXPECT_EQ(c.outbound_queue_messages, 1024u);
   EXPECT_EQ(c.offline_queue_messages, 4096u);
   EXPECT_EQ(c.relay_backpressure_wait_ms, 5000u);
+  EXPECT_EQ(c.relay_parked_bytes, 32768u);
   EXPECT_GE(c.threads, 1u);
   EXPECT_EQ(c.log_level, LogLevel::kInfo);
   EXPECT_EQ(c.log_format, LogFormat::kLogfmt);
@@ -237,7 +238,7 @@ TEST(ServerConfigFlags, HelpIsReportedAndListsEveryKeyWithDefaults) {
         "credentials_dir", "max_devices", "idle_timeout_ms", "heartbeat_interval_ms",
         "handshake_timeout_ms", "hello_timeout_ms", "max_frame_bytes", "outbound_queue_messages",
         "outbound_queue_bytes", "offline_queue_messages", "offline_queue_bytes",
-        "relay_memory_bytes", "relay_backpressure_wait_ms", "threads", "log_level", "log_format"}) {
+        "relay_memory_bytes", "relay_backpressure_wait_ms", "relay_parked_bytes", "threads", "log_level", "log_format"}) {
     EXPECT_NE(help.find(std::string("--") + key + " "), std::string::npos) << key;
   }
   EXPECT_NE(help.find("--config FILE"), std::string::npos);

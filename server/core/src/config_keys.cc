@@ -34,6 +34,9 @@ constexpr std::array kKeys = {
     KeySpec{"relay_memory_bytes", &C::relay_memory_bytes, "relay bytes held for all devices together"},
     KeySpec{"relay_backpressure_wait_ms", &C::relay_backpressure_wait_ms,
             "a sender waiting for queue space is refused after the destination made no progress this long"},
+    KeySpec{"relay_parked_bytes", &C::relay_parked_bytes,
+            "numbered relay sends waiting for queue space held per connection, in bytes, while it goes on "
+            "reading (0 = stop reading instead)"},
     KeySpec{"peer_key_wait_ms", &C::peer_key_wait_ms,
             "answer a peer-key request for a device without a job key after this long (0 = at once)"},
     KeySpec{"offline_grace_ms", &C::offline_grace_ms,

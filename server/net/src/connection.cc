@@ -48,6 +48,7 @@ Connection::Connection(ServerContext& context, std::unique_ptr<host::net::ByteSt
       written_(strand_),
       peer_key_slot_(strand_),
       relay_room_(strand_),
+      parked_room_(strand_),
       deadline_timer_(strand_),
       id_(connection_id),
       frame_storage_(protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes),
@@ -256,6 +257,7 @@ void Connection::Close() {
   written_.Wake();
   peer_key_slot_.Wake();
   relay_room_.Wake();
+  parked_room_.Wake();
   deadline_timer_.cancel();
 }
 
@@ -350,14 +352,13 @@ asio::awaitable<void> Connection::Run() {
       end_reason = "refused";
       break;
     }
-    if (send_id_accepted_ > send_id_acked_ && state_ == State::kRunning) {
-      protocol::InitEnvelope(out_.get(), nodefl_wire_Envelope_relay_send_ack_tag);
-      out_->body.relay_send_ack.send_id = send_id_accepted_;
-      if (!QueueControl(*out_)) break;
-      send_id_acked_ = send_id_accepted_;
-    }
+    if (!QueueSendAck()) break;
   }
 
+  // The reader is done, and so is the session: nothing of this connection
+  // reaches the relay from now on (the parked sends' drainer looks at the
+  // state before each submission), before the session ends below.
+  if (state_ == State::kRunning || state_ == State::kAwaitHello) state_ = State::kClosing;
   // Closing: let the writer flush what is queued (an Error, a Goodbye), or
   // write it here if the writer never started.
   if (state_ != State::kClosed) {
@@ -558,28 +559,66 @@ asio::awaitable<bool> Connection::HandleHello() {
   co_return true;
 }
 
+bool Connection::QueueSendAck() {
+  if (send_id_accepted_ <= send_id_acked_ || state_ != State::kRunning) return true;
+  protocol::InitEnvelope(out_.get(), nodefl_wire_Envelope_relay_send_ack_tag);
+  out_->body.relay_send_ack.send_id = send_id_accepted_;
+  if (!QueueControl(*out_)) return false;
+  send_id_acked_ = send_id_accepted_;
+  return true;
+}
+
+namespace {
+bool RelayHasNoRoom(RelayResult r) {
+  return r == RelayResult::kRefusedQueueFull || r == RelayResult::kRefusedRelayMemoryFull;
+}
+// What a parked send counts against relay_parked_bytes: its payload and
+// about what holding it costs besides.
+size_t ParkedCost(size_t sealed_bytes) { return sealed_bytes + 64; }
+}  // namespace
+
 asio::awaitable<bool> Connection::HandleRelaySend() {
   const nodefl_wire_RelaySend& send = in_->body.relay_send;
   if (send.dst == device_id_) {
     co_return Refuse(StatusCode::kInvalidArgument, "relay to itself", in_->seq, "relay_refused");
   }
-  // Backpressure: while the destination's queue (or the relay's memory) is
-  // full this sender is not read from (its TCP window fills instead of
-  // server memory). It waits as long as deliveries keep draining; it is
-  // refused only after relay_backpressure_wait_ms without progress (a stuck
-  // receiver must not hold senders forever, a busy hub must not fail them).
-  // It sleeps until the destination's connection takes or acknowledges
-  // messages (any acknowledgement, when the relay's memory is full), and
-  // looks again at least every kRecheck for progress nobody announces (the
-  // destination's session ending).
+  const std::span<const uint8_t> sealed(send.sealed.bytes, send.sealed.size);
+  // Credit (docs/protocol.md): a numbered send the relay has no room for is
+  // parked and acknowledged only once the relay took it, so the device's
+  // send window bounds what waits here, and the reader goes on reading
+  // (the device's RelayAcks above all: waiting for them is how a flood
+  // used to form a cycle of readers that each wait for another). Once one
+  // send is parked, every later one queues behind it, numbered or not:
+  // the relay takes a device's sends in the order it wrote them.
+  if (!parked_.empty() || (send.send_id != 0 && ctx_.config.relay_parked_bytes > 0)) {
+    if (parked_.empty()) {
+      const SubmitResult r =
+          ctx_.relay->Submit(device_id_, send.dst, sealed, in_->job_id, in_->round, send.send_id);
+      if (!RelayHasNoRoom(r.result)) co_return FinishSubmit(r, send.dst, sealed.size(), send.send_id, in_->seq);
+    }
+    co_return co_await Park(send.dst, sealed, in_->job_id, in_->round, send.send_id, in_->seq);
+  }
+  // Unnumbered sends (devices that keep none) and parking switched off: the
+  // reader waits for room itself, as in protocol v1.
+  const SubmitResult r = co_await SubmitWaiting(send.dst, sealed, in_->job_id, in_->round, send.send_id);
+  co_return FinishSubmit(r, send.dst, sealed.size(), send.send_id, in_->seq);
+}
+
+asio::awaitable<SubmitResult> Connection::SubmitWaiting(uint32_t dst, std::span<const uint8_t> sealed,
+                                                         uint64_t job_id, uint32_t round, uint64_t send_id) {
+  // While the destination's queue (or the relay's memory) is full this
+  // waits as long as deliveries keep draining; it gives up only after
+  // relay_backpressure_wait_ms without progress (a stuck receiver must not
+  // hold senders forever, a busy hub must not fail them). It sleeps until
+  // the destination's connection takes or acknowledges messages (any
+  // acknowledgement, when the relay's memory is full), and looks again at
+  // least every kRecheck for progress nobody announces (the destination's
+  // session ending).
   constexpr auto kRecheck = std::chrono::milliseconds(50);
   const auto patience = std::chrono::milliseconds(ctx_.config.relay_backpressure_wait_ms);
   auto give_up = Clock::now() + patience;
   uint64_t drained = 0;
-  const auto submit = [&] {
-    return ctx_.relay->Submit(device_id_, send.dst, std::span<const uint8_t>(send.sealed.bytes, send.sealed.size),
-                              in_->job_id, in_->round, send.send_id);
-  };
+  const auto submit = [&] { return ctx_.relay->Submit(device_id_, dst, sealed, job_id, round, send_id); };
   SubmitResult r = submit();
   while (!Accepted(r.result) && r.result != RelayResult::kDuplicateSend) {
     const bool destination_full = r.result == RelayResult::kRefusedQueueFull;
@@ -589,7 +628,7 @@ asio::awaitable<bool> Connection::HandleRelaySend() {
     // device draining (the relay's memory as a whole is full).
     uint64_t progress = drained;
     if (destination_full) {
-      if (const auto q = ctx_.relay->QueueSnapshot(send.dst)) progress = q->highest_delivered;
+      if (const auto q = ctx_.relay->QueueSnapshot(dst)) progress = q->highest_delivered;
     } else {
       progress = ctx_.relay->Stats().acked;
     }
@@ -602,7 +641,7 @@ asio::awaitable<bool> Connection::HandleRelaySend() {
       auto wake = [weak = weak_from_this()] {
         if (auto self = weak.lock()) asio::post(self->strand_, [self] { self->relay_room_.Wake(); });
       };
-      const RelayRoom::Subscription room = destination_full ? ctx_.relay_room.ForDevice(send.dst, std::move(wake))
+      const RelayRoom::Subscription room = destination_full ? ctx_.relay_room.ForDevice(dst, std::move(wake))
                                                             : ctx_.relay_room.ForMemory(std::move(wake));
       // Once more: room made from now on wakes us, room made before the
       // subscription is seen here.
@@ -610,22 +649,81 @@ asio::awaitable<bool> Connection::HandleRelaySend() {
       if (Accepted(r.result)) break;
       co_await relay_room_.WaitUntil(std::min(give_up, Clock::now() + kRecheck));
     }
+    if (state_ != State::kRunning) break;  // the session may have ended meanwhile
     r = submit();
   }
+  co_return r;
+}
+
+bool Connection::FinishSubmit(const SubmitResult& r, uint32_t dst, size_t bytes, uint64_t send_id, uint64_t seq) {
   if (Accepted(r.result) || r.result == RelayResult::kDuplicateSend) {
     if (r.result != RelayResult::kDuplicateSend) {
       ctx_.counters.relay_sent.fetch_add(1, std::memory_order_relaxed);
-      ctx_.counters.relay_bytes.fetch_add(send.sealed.size, std::memory_order_relaxed);
+      ctx_.counters.relay_bytes.fetch_add(bytes, std::memory_order_relaxed);
     }
-    send_id_accepted_ = std::max(send_id_accepted_, send.send_id);
-    co_return true;
+    send_id_accepted_ = std::max(send_id_accepted_, send_id);
+    return true;
   }
+  if (state_ != State::kRunning) return false;  // closing already: nothing to refuse
   const bool client_error = r.result == RelayResult::kRefusedUnknownDestination ||
                             r.result == RelayResult::kRefusedTooLarge;
-  co_return Refuse(client_error ? StatusCode::kInvalidArgument : StatusCode::kResourceExhausted,
-                   "relay to device " + std::to_string(send.dst) + " refused: " +
-                       std::string(RelayResultName(r.result)),
-                   in_->seq, "relay_refused");
+  return Refuse(client_error ? StatusCode::kInvalidArgument : StatusCode::kResourceExhausted,
+                "relay to device " + std::to_string(dst) + " refused: " + std::string(RelayResultName(r.result)),
+                seq, "relay_refused");
+}
+
+asio::awaitable<bool> Connection::Park(uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id,
+                                       uint32_t round, uint64_t send_id, uint64_t seq) {
+  const size_t cost = ParkedCost(sealed.size());
+  // Over the bound (a device whose send window is larger than
+  // relay_parked_bytes, or one that keeps no window), the reader waits for
+  // the drainer to admit what is ahead, as the v1 reader waited for the
+  // relay itself; the drainer's own patience bounds that wait.
+  while (!parked_.empty() && parked_bytes_ + cost > ctx_.config.relay_parked_bytes &&
+         state_ == State::kRunning) {
+    co_await parked_room_.Wait();
+  }
+  if (state_ != State::kRunning) co_return false;
+  parked_.push_back(ParkedSend{dst, round, job_id, send_id, seq, std::vector<uint8_t>(sealed.begin(), sealed.end())});
+  parked_bytes_ += cost;
+  ctx_.counters.relay_parked.fetch_add(1, std::memory_order_relaxed);
+  if (!drainer_running_) {
+    drainer_running_ = true;
+    asio::co_spawn(strand_, DrainParked(), asio::detached);
+  }
+  co_return true;
+}
+
+asio::awaitable<void> Connection::DrainParked() {
+  auto self = shared_from_this();
+  // Admits the oldest parked send once the relay takes it: first all that
+  // it takes now (then one acknowledgement for them, which reopens the
+  // device's window), then the next one with waiting.
+  const auto admit = [this](const SubmitResult& r) {
+    ParkedSend& p = parked_.front();
+    const bool ok = FinishSubmit(r, p.dst, p.sealed.size(), p.send_id, p.seq);
+    parked_bytes_ -= ParkedCost(p.sealed.size());
+    parked_.pop_front();
+    parked_room_.Wake();
+    return ok;
+  };
+  bool ok = true;
+  while (ok && !parked_.empty() && state_ == State::kRunning) {
+    while (ok && !parked_.empty() && state_ == State::kRunning) {
+      const ParkedSend& p = parked_.front();
+      const SubmitResult r = ctx_.relay->Submit(device_id_, p.dst, p.sealed, p.job_id, p.round, p.send_id);
+      if (RelayHasNoRoom(r.result)) break;
+      ok = admit(r);
+    }
+    if (!ok || !QueueSendAck() || parked_.empty()) break;
+    const ParkedSend& p = parked_.front();
+    const SubmitResult r = co_await SubmitWaiting(p.dst, p.sealed, p.job_id, p.round, p.send_id);
+    if (state_ != State::kRunning) break;
+    ok = admit(r);
+  }
+  if (ok) (void)QueueSendAck();
+  drainer_running_ = false;
+  parked_room_.Wake();
 }
 
 bool Connection::HandleRelayAck() {

@@ -231,6 +231,7 @@ int Server::Run() {
                          {"relay_delivered", c.relay_delivered.load()},
                          {"relay_acked", relay.acked},
                          {"relay_resends_dropped", relay.duplicate_sends},
+                         {"relay_sends_parked", c.relay_parked.load()},
                          {"resumes", rs.resumes},
                          {"peak_rss_kib", PeakRssKiB()}});
   return s.exit_status.load();

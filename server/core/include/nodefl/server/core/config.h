@@ -54,6 +54,14 @@ struct ServerConfig {
   uint64_t offline_queue_bytes = 4u << 20;
   uint64_t relay_memory_bytes = 1ull << 30;
   uint32_t relay_backpressure_wait_ms = 5000;
+  // Credit (docs/protocol.md): numbered RelaySends the relay has no room for
+  // wait on their connection, up to this many bytes each (payload + 64), and
+  // the connection goes on reading; they are acknowledged once the relay
+  // takes them. A device's send window (its kept-send memory, 24.7 KiB in
+  // the emulator) bounds what it has unacknowledged, so a window under this
+  // never holds its connection's reader. 0: the reader waits for the relay,
+  // as in protocol v1.
+  uint32_t relay_parked_bytes = 32768;
   // A PeerKeyRequest naming a device that has not announced its job key
   // (JobKey) yet is answered once it has, or after this long with the
   // certificate alone, which the device cannot key (0: answer at once).

@@ -28,10 +28,12 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "nodefl/server/core/delivery_target.h"
+#include "nodefl/server/core/relay.h"
 #include "nodefl/server/net/server_context.h"
 #include "nodefl/host/net/byte_stream.h"
 #include "nodefl/host/net/tls_socket.h"
@@ -84,6 +86,22 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   asio::awaitable<bool> HandleFrame(ConstByteSpan payload);
   asio::awaitable<bool> HandleHello();
   asio::awaitable<bool> HandleRelaySend();
+  // Submits one RelaySend, waiting while the destination's queue (or the
+  // relay's memory) is full and deliveries drain; gives up after
+  // relay_backpressure_wait_ms without progress. `sealed` must stay valid
+  // across the wait.
+  asio::awaitable<SubmitResult> SubmitWaiting(uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id,
+                                              uint32_t round, uint64_t send_id);
+  // Counts an accepted send (or a dropped resend) and advances the
+  // acknowledgement; refuses the connection for any other result.
+  bool FinishSubmit(const SubmitResult& r, uint32_t dst, size_t bytes, uint64_t send_id, uint64_t seq);
+  // Credit (docs/protocol.md): a send the relay has no room for waits here,
+  // in order, while the reader goes on reading; the drainer admits it.
+  asio::awaitable<bool> Park(uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id, uint32_t round,
+                             uint64_t send_id, uint64_t seq);
+  asio::awaitable<void> DrainParked();
+  // Queues a RelaySendAck for what was accepted since the last one.
+  bool QueueSendAck();
   bool HandleRelayAck();
   // PeerKeyRequest: certificates (and, within a job, the peers' job keys);
   // ids whose job key is not announced yet are answered when it is, or
@@ -130,6 +148,9 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   // ... or until the relay may have room for a RelaySend it refused
   // (ServerContext::relay_room).
   host::net::WakeLatch relay_room_;
+  // ... or, with parked sends over relay_parked_bytes, until the drainer
+  // admitted one.
+  host::net::WakeLatch parked_room_;
   asio::steady_timer deadline_timer_;
   uint64_t id_;
   std::string remote_;
@@ -181,6 +202,20 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   // frames of one read are handled, so a burst costs one ack).
   uint64_t send_id_accepted_ = 0;
   uint64_t send_id_acked_ = 0;
+  // RelaySends waiting for room in the relay, oldest first, never
+  // acknowledged before the relay took them (so the device's send window
+  // bounds them); relay_parked_bytes bounds what the reader parks.
+  struct ParkedSend {
+    uint32_t dst = 0;
+    uint32_t round = 0;
+    uint64_t job_id = 0;
+    uint64_t send_id = 0;
+    uint64_t seq = 0;
+    std::vector<uint8_t> sealed;
+  };
+  std::deque<ParkedSend> parked_;
+  size_t parked_bytes_ = 0;
+  bool drainer_running_ = false;
   uint64_t writes_out_ = 0;
 };
 

@@ -53,6 +53,7 @@ struct ServerCounters {
   std::atomic<uint64_t> relay_sent{0};        // RelaySend accepted
   std::atomic<uint64_t> relay_delivered{0};   // RelayDeliver written
   std::atomic<uint64_t> relay_bytes{0};       // sealed payload bytes accepted
+  std::atomic<uint64_t> relay_parked{0};      // RelaySends that waited on their connection for room
   std::atomic<uint64_t> open_connections{0};
   std::atomic<uint64_t> artefact_bytes{0};    // public artefact bytes streamed to devices
   std::atomic<uint64_t> upload_bytes{0};      // job upload bytes received from devices
