@@ -174,7 +174,7 @@ SANITIZER_FLAGS=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DCMAKE_CXX_FLAGS
 # tests/sanitizers/tsan.supp.
 TSAN_TARGETS=(nodefl_stream_test nodefl_server_net_test nodefl_transport_integration_test
               nodefl_fault_injection_integration_test)
-TSAN_TESTS='^(WakeLatchTest|TlsSocketStreamTest|ConnectionStreamTest|RelayRoomTest|TransportTest|NeighbourEchoKarateTest)\.|FaultInjectionTest.*/(echo|compare|lumos)_'
+TSAN_TESTS='^(WakeLatchTest|TlsSocketStreamTest|ConnectionStreamTest|RelayRoomTest|TransportTest|RelayCreditTest|NeighbourEchoKarateTest)\.|FaultInjectionTest.*/(echo|compare|lumos)_'
 
 # armhf runs the aarch64 subset but for the multi-device simulations that
 # repeat a role's protocol over many devices and restarts (nonce reuse
