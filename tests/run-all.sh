@@ -331,14 +331,18 @@ packages_missing() {
   esac
 }
 
-# run_stage NAME BACKGROUND: NAME's build (in the foreground, or waiting for
-# its background build) and its tests, then its summary line.
+# run_stage NAME BACKGROUND [AFTER_BUILD...]: NAME's build (in the
+# foreground, or waiting for its background build) and its tests, then its
+# summary line. AFTER_BUILD, a command, runs between the two whatever the
+# build's outcome (the host stage starts the background builds there).
 run_stage() {
   local name=$1 background=$2 t0=$SECONDS dir=build/$1 missing
+  shift 2
   header "$name: $(stage_title "$name")"
   missing=$(packages_missing "$name")
   if [[ -n $missing ]]; then
     record "$name" FAIL 0 "$missing"
+    (($# == 0)) || "$@"
     return 0
   fi
   rm -f "$dir/ctest.log"
@@ -349,6 +353,7 @@ run_stage() {
   else
     build_stage "$name" && built=1
   fi
+  (($# == 0)) || "$@"
   local where="" rc=0
   [[ $background == 1 ]] && where="in the background; "
   if ((!built)); then
@@ -389,27 +394,7 @@ for name in "${later[@]}"; do
   [[ -z $(packages_missing "$name") ]] && buildable+=("$name")
 done
 
-header "host: $(stage_title host)"
-host_t0=$SECONDS
-if [[ -n $(packages_missing host) ]]; then
-  record host FAIL 0 "$(packages_missing host)"
-  start_background_builds "${buildable[@]}"
-else
-  rm -f build/host/ctest.log
-  if build_stage host; then
-    host_build_s=$build_s
-    start_background_builds "${buildable[@]}"
-    if test_host; then
-      record host PASS $((SECONDS - host_t0)) "$(ctest_result build/host/ctest.log) (build ${host_build_s}s)"
-    else
-      r=$(ctest_result build/host/ctest.log 2>/dev/null)
-      record host FAIL $((SECONDS - host_t0)) "${r:-test run failed (see above)} (build ${host_build_s}s)"
-    fi
-  else
-    record host FAIL $((SECONDS - host_t0)) "configure or build failed (see above)"
-    start_background_builds "${buildable[@]}"
-  fi
-fi
+run_stage host 0 start_background_builds "${buildable[@]}"
 
 ((host_only)) && record aarch64 SKIPPED 0 "--host-only" && record armhf SKIPPED 0 "--host-only"
 ((sanitize)) || { record asan SKIPPED 0 "--no-sanitize"; record tsan SKIPPED 0 "--no-sanitize"; }
