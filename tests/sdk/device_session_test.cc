@@ -33,7 +33,8 @@ ScriptedServer::Options ServerOptions() {
   return o;
 }
 
-// Records what the session hands it; sends one RelaySend per JobStart.
+// Records what the session hands it; sends one RelaySend per JobStart
+// (and, with `upload`, a JobData record for the server after it).
 class RecordingRole final : public Role {
  public:
   // Capacity reserved up front so that recording never allocates inside a
@@ -50,10 +51,19 @@ class RecordingRole final : public Role {
       nodefl_wire_Envelope& out = session.NewMessage(nodefl_wire_Envelope_relay_send_tag, m.job_id, m.round);
       out.body.relay_send.dst = 5;
       out.body.relay_send.sealed.size = 3;
-      return session.Send(out);
+      NODEFL_TRY(session.Send(out));
+      if (upload) {
+        nodefl_wire_Envelope& record = session.NewMessage(nodefl_wire_Envelope_job_data_tag, m.job_id, m.round);
+        record.body.job_data.kind = 70 + static_cast<uint32_t>(m.job_id);
+        record.body.job_data.data.size = 2;
+        record.body.job_data.data.bytes[0] = 0xDA;
+        record.body.job_data.data.bytes[1] = static_cast<uint8_t>(m.job_id);
+        return session.Send(record);
+      }
     }
     return Status::Ok();
   }
+  bool upload = false;
   Status OnPoll(uint64_t, DeviceSession&) override {
     ++polls;
     return Status::Ok();
@@ -268,6 +278,51 @@ TEST(DeviceSessionTest, KeptRelaySendsAreResentAfterAResumeUntilAcknowledged) {
   ASSERT_TRUE(f.Feed(f.server.Welcome(/*resumed=*/false)).ok());
   EXPECT_TRUE(ScriptedServer::Read(f.session).empty());
   EXPECT_EQ(f.session.counters().sends_forgotten, 2u);
+}
+
+TEST(DeviceSessionTest, KeptUploadsShareTheNumberingAndAreResentAsJobData) {
+  Fixture f(4, 2, {}, 6 * UnackedSends::kMaxEntryBytes);
+  f.role.upload = true;
+  f.Register();
+  for (uint64_t job = 1; job <= 2; ++job) ASSERT_TRUE(f.Feed(f.server.JobStart(job)).ok());
+  auto sent = ScriptedServer::Read(f.session);
+  ASSERT_EQ(sent.size(), 4u);
+  // relay 1, upload 2, relay 3, upload 4: one numbering.
+  for (uint64_t i = 0; i < 4; ++i) {
+    const bool upload = i % 2 == 1;
+    ASSERT_EQ(sent[i].which_body, upload ? nodefl_wire_Envelope_job_data_tag : nodefl_wire_Envelope_relay_send_tag);
+    EXPECT_EQ(upload ? sent[i].body.job_data.send_id : sent[i].body.relay_send.send_id, i + 1);
+  }
+  EXPECT_EQ(f.session.counters().sends_kept, 4u);
+
+  // The server took 1 and 2 before the connection broke (its ack was lost):
+  // relay 3 and upload 4 are written again, the upload as the same record.
+  ASSERT_TRUE(f.session.Reconnect(10).ok());
+  ScriptedServer::Read(f.session);
+  f.server.Restart();
+  ASSERT_TRUE(f.Feed(ResumedWelcome(f.server, 2)).ok());
+  auto resent = ScriptedServer::Read(f.session);
+  ASSERT_EQ(resent.size(), 2u);
+  EXPECT_EQ(resent[0].which_body, nodefl_wire_Envelope_relay_send_tag);
+  EXPECT_EQ(resent[0].body.relay_send.send_id, 3u);
+  ASSERT_EQ(resent[1].which_body, nodefl_wire_Envelope_job_data_tag);
+  const nodefl_wire_JobData& record = resent[1].body.job_data;
+  EXPECT_EQ(record.send_id, 4u);
+  EXPECT_EQ(resent[1].job_id, 2u);
+  EXPECT_EQ(resent[1].round, sent[3].round);
+  EXPECT_EQ(record.kind, 72u);
+  ASSERT_EQ(record.data.size, 2u);
+  EXPECT_EQ(record.data.bytes[0], 0xDA);
+  EXPECT_EQ(record.data.bytes[1], 2);
+  EXPECT_EQ(f.session.counters().sends_resent, 2u);
+
+  // Acknowledged through 4: nothing is written again on the next resume.
+  ASSERT_TRUE(f.Feed(SendAck(f.server, 4)).ok());
+  ASSERT_TRUE(f.session.Reconnect(20).ok());
+  ScriptedServer::Read(f.session);
+  f.server.Restart();
+  ASSERT_TRUE(f.Feed(ResumedWelcome(f.server, 4)).ok());
+  EXPECT_TRUE(ScriptedServer::Read(f.session).empty());
 }
 
 TEST(DeviceSessionTest, KeptSendsAreTheCreditRolesWaitFor) {

@@ -409,6 +409,38 @@ TEST_F(RelayTest, NumberedSendsAreRoutedOncePerSourceSession) {
   EXPECT_EQ(submit(1, 0), RelayResult::kDeliveredToOnlineQueue);
 }
 
+// JobData uploads are numbered in the same sequence as RelaySends: a claim
+// takes an id once, and a relayed send cannot reuse an id an upload took
+// (nor the other way round).
+TEST_F(RelayTest, UploadsClaimIdsInTheRelaySendsNumbering) {
+  Make();
+  Connection sender = Connect(0);
+  const Connection receiver = Connect(1);
+  const auto bytes = Payload(1);
+  EXPECT_EQ(relay_->Submit(0, 1, bytes, 77, 1, 1).result, RelayResult::kDeliveredToOnlineQueue);
+  EXPECT_TRUE(relay_->ClaimSendId(0, 2));
+  EXPECT_EQ(relay_->LastSendId(0), 2u);
+  EXPECT_FALSE(relay_->ClaimSendId(0, 2)) << "a resent upload";
+  EXPECT_FALSE(relay_->ClaimSendId(0, 1)) << "an id a relayed send took";
+  EXPECT_EQ(relay_->Submit(0, 1, bytes, 77, 1, 2).result, RelayResult::kDuplicateSend);
+  EXPECT_EQ(relay_->Stats().duplicate_sends, 3u);
+  EXPECT_TRUE(relay_->ClaimSendId(0, 0)) << "unnumbered: always taken";
+  EXPECT_TRUE(relay_->ClaimSendId(0, 0));
+  EXPECT_TRUE(relay_->ClaimSendId(77, 5)) << "an unknown source has no numbering to check";
+  EXPECT_EQ(relay_->LastSendId(0), 2u);
+  // Resumed, the numbering carries on; without the token it starts again.
+  Disconnect(0, sender);
+  sender = Connect(0, sender.attach.token);
+  ASSERT_TRUE(sender.attach.resumed);
+  EXPECT_FALSE(relay_->ClaimSendId(0, 2));
+  EXPECT_TRUE(relay_->ClaimSendId(0, 3));
+  Disconnect(0, sender);
+  sender = Connect(0);
+  ASSERT_FALSE(sender.attach.resumed);
+  EXPECT_TRUE(relay_->ClaimSendId(0, 1));
+  EXPECT_EQ(TakeAll(1, receiver).size(), 1u) << "only the relayed send reached the receiver";
+}
+
 TEST(RelayMemory, PerDeviceCostIsSmall) {
   const size_t relay = Relay::BytesPerDevice();
   const size_t registry = DeviceRegistry::BytesPerDevice();

@@ -742,6 +742,52 @@ TEST_F(TransportTest, ResumeWithAnotherTokenIsRefused) {
 // answered at once, where a protocol-v1 reader would wait for B for up to
 // relay_backpressure_wait_ms and then refuse A). Once B acknowledges, the
 // three go through, in order, and A's window is acknowledged to 7.
+// Numbered JobData uploads share the RelaySends' numbering: acknowledged
+// the same way and counted in Welcome.last_relay_send_id; one written again
+// after a resume is acknowledged without being taken again (Relay's
+// ClaimSendId, server_core_relay_test.cc).
+TEST_F(TransportTest, NumberedUploadsAreAcknowledgedAndTakenOnceAcrossAResume) {
+  const uint32_t a_id = FreshId();
+  std::unique_ptr<RawClient> a = Connected(a_id);
+  ASSERT_NE(a, nullptr);
+  const std::optional<nodefl_wire_Welcome> first = a->Register(a_id);
+  ASSERT_TRUE(first);
+  const std::vector<uint8_t> token = BytesOf(first->resume_token);
+  auto upload = [&](RawClient& c, uint64_t send_id) {
+    auto record = NewEnvelope(nodefl_wire_Envelope_job_data_tag);
+    record->job_id = 9;
+    record->round = 1;
+    record->body.job_data.kind = 4;
+    record->body.job_data.send_id = send_id;
+    const std::vector<uint8_t> payload = Bytes("record " + std::to_string(send_id));
+    EXPECT_TRUE(protocol::SetBytes(&record->body.job_data.data, ConstByteSpan(payload)).ok());
+    EXPECT_TRUE(c.Send(*record).ok());
+  };
+  upload(*a, 1);
+  std::unique_ptr<nodefl_wire_Envelope> ack = a->Next();
+  ASSERT_NE(ack, nullptr);
+  ASSERT_EQ(ack->which_body, nodefl_wire_Envelope_relay_send_ack_tag) << protocol::BodyName(ack->which_body);
+  EXPECT_EQ(ack->body.relay_send_ack.send_id, 1u);
+
+  a->Close();
+  ASSERT_TRUE(Logged("disconnected", *a, {"device=" + std::to_string(a_id)}));
+  std::unique_ptr<RawClient> a2 = Connected(a_id);
+  ASSERT_NE(a2, nullptr);
+  const std::optional<nodefl_wire_Welcome> resumed = a2->Register(a_id, ConstByteSpan(token));
+  ASSERT_TRUE(resumed);
+  EXPECT_TRUE(resumed->resumed);
+  EXPECT_EQ(resumed->last_relay_send_id, 1u);
+  upload(*a2, 1);  // written again although the server has it
+  upload(*a2, 2);
+  ack = a2->Next();
+  ASSERT_NE(ack, nullptr);
+  ASSERT_EQ(ack->which_body, nodefl_wire_Envelope_relay_send_ack_tag);
+  if (ack->body.relay_send_ack.send_id == 1u) ack = a2->Next();
+  ASSERT_NE(ack, nullptr);
+  EXPECT_EQ(ack->body.relay_send_ack.send_id, 2u);
+  EXPECT_EQ(a->bad_frames() + a2->bad_frames(), 0u);
+}
+
 TEST(RelayCreditTest, SendsWithoutRoomWaitOnTheServerWhileTheSenderIsStillRead) {
   const uint32_t a_id = 1, b_id = 2;
   TestDeployment deployment({a_id, b_id}, /*seed=*/61);
@@ -776,6 +822,13 @@ TEST(RelayCreditTest, SendsWithoutRoomWaitOnTheServerWhileTheSenderIsStillRead) 
     ASSERT_TRUE(protocol::SetBytes(&send->body.relay_send.sealed, ConstByteSpan(payload)).ok());
     ASSERT_TRUE(a.Send(*send).ok());
   }
+  // An upload for the server numbered after them (send ids are one
+  // sequence) waits behind them: it is not acknowledged before they are.
+  auto upload = NewEnvelope(nodefl_wire_Envelope_job_data_tag);
+  upload->job_id = 3;
+  upload->body.job_data.kind = 1;
+  upload->body.job_data.send_id = 8;
+  ASSERT_TRUE(a.Send(*upload).ok());
   auto heartbeat = NewEnvelope(nodefl_wire_Envelope_heartbeat_tag);
   heartbeat->body.heartbeat.sent_at_us = 99;
   ASSERT_TRUE(a.Send(*heartbeat).ok());
@@ -806,13 +859,13 @@ TEST(RelayCreditTest, SendsWithoutRoomWaitOnTheServerWhileTheSenderIsStillRead) 
   ack->body.relay_ack.relay_id = 4;
   ASSERT_TRUE(b.Send(*ack).ok());
   for (uint64_t relay_id = 5; relay_id <= 7; ++relay_id) ASSERT_NO_FATAL_FAILURE(expect_delivery(relay_id));
-  while (acked < 7) {
+  while (acked < 8) {
     std::unique_ptr<nodefl_wire_Envelope> e = a.Next(milliseconds(5000));
     ASSERT_NE(e, nullptr) << "A's last sends were never acknowledged (at " << acked << ")";
     ASSERT_EQ(e->which_body, nodefl_wire_Envelope_relay_send_ack_tag) << protocol::BodyName(e->which_body);
     acked = e->body.relay_send_ack.send_id;
   }
-  EXPECT_EQ(acked, 7u);
+  EXPECT_EQ(acked, 8u);
   EXPECT_FALSE(a.closed());
   EXPECT_EQ(a.bad_frames() + b.bad_frames(), 0u);
   const std::optional<int> status = server.StopAndWait(milliseconds(10000));

@@ -88,16 +88,18 @@ Status DeviceSession::Send(nodefl_wire_Envelope& message) {
                                message.which_body == nodefl_wire_Envelope_goodbye_tag;
   if (state_ == SessionState::kClosed) return Status::FailedPrecondition();
   if (state_ != SessionState::kReady && !session_message) return Status::FailedPrecondition();
-  if (message.which_body == nodefl_wire_Envelope_relay_send_tag && unacked_.enabled()) {
-    nodefl_wire_RelaySend& send = message.body.relay_send;
-    if (!unacked_.Fits(send)) {
+  // RelaySends and JobData records (uploads for the server) are kept until
+  // the server acknowledges them, in one numbering.
+  if (UnackedSends::Keepable(message) && unacked_.enabled()) {
+    uint64_t& send_id = UnackedSends::SendId(message);
+    if (!unacked_.Fits(message)) {
       // No room to keep it (a role sent while CanSend() was false): out it
       // goes unnumbered, as in protocol v1, rather than fail the role.
-      send.send_id = 0;
+      send_id = 0;
       ++counters_.sends_unkept;
       return Encode(message);
     }
-    send.send_id = next_send_id_;
+    send_id = next_send_id_;
     if (unacked_.resend_pending()) {
       // Older kept sends wait to be written again: this one queues behind
       // them (the server must see send ids in order).
@@ -306,12 +308,12 @@ Status DeviceSession::HandleWelcome() {
     const size_t forgotten = unacked_.Clear();
     counters_.sends_forgotten += forgotten;
     if (forgotten > 0) {
-      options_.log.Log(LogLevel::kWarning, "device %u: %u unacknowledged relay sends dropped with the old session",
+      options_.log.Log(LogLevel::kWarning, "device %u: %u unacknowledged kept sends dropped with the old session",
                        options_.device_id, static_cast<unsigned>(forgotten));
     }
   } else {
     if (w.last_relay_send_id >= next_send_id_) {
-      return Fail(Status::DataLoss(), "Welcome acknowledges a relay send never made");
+      return Fail(Status::DataLoss(), "Welcome acknowledges a send never made");
     }
     unacked_.Release(w.last_relay_send_id);
     unacked_.Rewind();
@@ -382,7 +384,7 @@ Status DeviceSession::HandleRelayDeliver() {
 
 Status DeviceSession::HandleRelaySendAck() {
   const uint64_t id = in_.body.relay_send_ack.send_id;
-  if (id >= next_send_id_) return Fail(Status::DataLoss(), "acknowledgement of a relay send never made");
+  if (id >= next_send_id_) return Fail(Status::DataLoss(), "acknowledgement of a send never made");
   unacked_.Release(id);
   return Status::Ok();
 }
@@ -395,7 +397,7 @@ Status DeviceSession::PumpResends() {
       unacked_.UndoResend();
       // Room was checked: only an encoding failure lands here, and a kept
       // send encoded once before.
-      return Fail(written, "a kept relay send could not be written again");
+      return Fail(written, "a kept send could not be written again");
     }
     ++counters_.sends_resent;
   }

@@ -98,6 +98,20 @@ uint64_t Relay::LastSendId(uint32_t src) const {
   return slot.last_send_id;
 }
 
+bool Relay::ClaimSendId(uint32_t src, uint64_t send_id) {
+  if (send_id == 0) return true;
+  const std::optional<size_t> src_index = registry_.index().SlotOf(src);
+  if (!src_index) return true;
+  Slot& source = slots_[*src_index];
+  std::lock_guard<std::mutex> lock(SourceStripeFor(*src_index));
+  if (send_id <= source.last_send_id) {
+    duplicate_sends_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  source.last_send_id = send_id;
+  return true;
+}
+
 SubmitResult Relay::Submit(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id,
                            uint32_t round, uint64_t send_id) {
   if (send_id == 0) return SubmitUnnumbered(src, dst, sealed, job_id, round);

@@ -34,9 +34,9 @@ constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePa
 // Room for several frames, so a role can send a batch of sealed messages per
 // poll without waiting for the socket.
 constexpr size_t kOutputFrames = 4;
-// Kept RelaySends until the server acknowledges them (24.7 KiB). It is also
-// the device's send window, and roles send only while a largest send still
-// fits: 20.6 KiB in flight, more than the output buffer holds. With two
+// Kept sends (RelaySends and JobData uploads) until the server acknowledges
+// them (24.7 kB). It is also the device's send window, and roles send only
+// while a largest send still fits: 20.6 KiB in flight, more than the output buffer holds. With two
 // (4.1 KiB in flight) FedWalk devices forwarded so slowly that their walk
 // queues filled and walks were dropped and issued again.
 constexpr size_t kUnackedBytes = 6 * device::UnackedSends::kMaxEntryBytes;

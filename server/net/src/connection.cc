@@ -484,13 +484,7 @@ asio::awaitable<bool> Connection::HandleFrame(ConstByteSpan payload) {
       if (ctx_.jobs != nullptr) ctx_.jobs->OnJobReport(device_id_, m.job_id, m.round, m.body.job_report);
       co_return true;
     case nodefl_wire_Envelope_job_data_tag:
-      if (m.job_id == 0) co_return Refuse(StatusCode::kInvalidArgument, "job data outside a job", m.seq, "bad_upload");
-      if (ctx_.jobs != nullptr) {
-        const nodefl_wire_JobData& d = m.body.job_data;
-        ctx_.jobs->OnJobUpload(device_id_, m.job_id, m.round, d.kind,
-                               std::vector<uint8_t>(d.data.bytes, d.data.bytes + d.data.size));
-      }
-      co_return true;
+      co_return co_await HandleJobData();
     case nodefl_wire_Envelope_chunk_header_tag:
       co_return HandleUploadHeader();
     case nodefl_wire_Envelope_chunk_tag:
@@ -596,7 +590,11 @@ asio::awaitable<bool> Connection::HandleRelaySend() {
           ctx_.relay->Submit(device_id_, send.dst, sealed, in_->job_id, in_->round, send.send_id);
       if (!RelayHasNoRoom(r.result)) co_return FinishSubmit(r, send.dst, sealed.size(), send.send_id, in_->seq);
     }
-    co_return co_await Park(send.dst, sealed, in_->job_id, in_->round, send.send_id, in_->seq);
+    // A named object, not a temporary in the co_await: GCC 12 destroys a
+    // temporary argument of a coroutine call there twice.
+    ParkedSend p{send.dst, in_->round, in_->job_id, send.send_id, in_->seq,
+                 std::vector<uint8_t>(sealed.begin(), sealed.end())};
+    co_return co_await Park(std::move(p));
   }
   // Unnumbered sends (devices that keep none) and parking switched off: the
   // reader waits for room itself, as in protocol v1.
@@ -672,9 +670,39 @@ bool Connection::FinishSubmit(const SubmitResult& r, uint32_t dst, size_t bytes,
                 seq, "relay_refused");
 }
 
-asio::awaitable<bool> Connection::Park(uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id,
-                                       uint32_t round, uint64_t send_id, uint64_t seq) {
-  const size_t cost = ParkedCost(sealed.size());
+asio::awaitable<bool> Connection::HandleJobData() {
+  const nodefl_wire_Envelope& m = *in_;
+  if (m.job_id == 0) co_return Refuse(StatusCode::kInvalidArgument, "job data outside a job", m.seq, "bad_upload");
+  const nodefl_wire_JobData& d = m.body.job_data;
+  const std::span<const uint8_t> data(d.data.bytes, d.data.size);
+  // A numbered record behind parked RelaySends waits its turn: the relay
+  // takes a device's send ids in order, and this one must not pass them.
+  if (d.send_id != 0 && !parked_.empty()) {
+    ParkedSend p{0, m.round, m.job_id, d.send_id, m.seq, std::vector<uint8_t>(data.begin(), data.end())};
+    p.job_data = true;
+    p.kind = d.kind;
+    co_return co_await Park(std::move(p));
+  }
+  DeliverJobData(m.job_id, m.round, d.kind, data, d.send_id);
+  co_return true;
+}
+
+void Connection::DeliverJobData(uint64_t job_id, uint32_t round, uint32_t kind, std::span<const uint8_t> data,
+                                uint64_t send_id) {
+  // A resend of a record the job already has (the acknowledgement was lost
+  // with the old connection) is dropped here, once per send id.
+  if (!ctx_.relay->ClaimSendId(device_id_, send_id)) {
+    send_id_accepted_ = std::max(send_id_accepted_, send_id);
+    return;
+  }
+  send_id_accepted_ = std::max(send_id_accepted_, send_id);
+  if (ctx_.jobs != nullptr) {
+    ctx_.jobs->OnJobUpload(device_id_, job_id, round, kind, std::vector<uint8_t>(data.begin(), data.end()));
+  }
+}
+
+asio::awaitable<bool> Connection::Park(ParkedSend send) {
+  const size_t cost = ParkedCost(send.payload.size());
   // Over the bound (a device whose send window is larger than
   // relay_parked_bytes, or one that keeps no window), the reader waits for
   // the drainer to admit what is ahead, as the v1 reader waited for the
@@ -684,9 +712,14 @@ asio::awaitable<bool> Connection::Park(uint32_t dst, std::span<const uint8_t> se
     co_await parked_room_.Wait();
   }
   if (state_ != State::kRunning) co_return false;
-  parked_.push_back(ParkedSend{dst, round, job_id, send_id, seq, std::vector<uint8_t>(sealed.begin(), sealed.end())});
+  if (parked_.empty() && send.job_data) {
+    // What it waited behind was admitted meanwhile.
+    DeliverJobData(send.job_id, send.round, send.kind, send.payload, send.send_id);
+    co_return QueueSendAck();
+  }
+  if (!send.job_data) ctx_.counters.relay_parked.fetch_add(1, std::memory_order_relaxed);
+  parked_.push_back(std::move(send));
   parked_bytes_ += cost;
-  ctx_.counters.relay_parked.fetch_add(1, std::memory_order_relaxed);
   if (!drainer_running_) {
     drainer_running_ = true;
     asio::co_spawn(strand_, DrainParked(), asio::detached);
@@ -699,10 +732,15 @@ asio::awaitable<void> Connection::DrainParked() {
   // Admits the oldest parked send once the relay takes it: first all that
   // it takes now (then one acknowledgement for them, which reopens the
   // device's window), then the next one with waiting.
-  const auto admit = [this](const SubmitResult& r) {
+  const auto admit = [this](const SubmitResult* r) {
     ParkedSend& p = parked_.front();
-    const bool ok = FinishSubmit(r, p.dst, p.sealed.size(), p.send_id, p.seq);
-    parked_bytes_ -= ParkedCost(p.sealed.size());
+    bool ok = true;
+    if (p.job_data) {  // nothing to wait for once at the front
+      DeliverJobData(p.job_id, p.round, p.kind, p.payload, p.send_id);
+    } else {
+      ok = FinishSubmit(*r, p.dst, p.payload.size(), p.send_id, p.seq);
+    }
+    parked_bytes_ -= ParkedCost(p.payload.size());
     parked_.pop_front();
     parked_room_.Wake();
     return ok;
@@ -711,15 +749,19 @@ asio::awaitable<void> Connection::DrainParked() {
   while (ok && !parked_.empty() && state_ == State::kRunning) {
     while (ok && !parked_.empty() && state_ == State::kRunning) {
       const ParkedSend& p = parked_.front();
-      const SubmitResult r = ctx_.relay->Submit(device_id_, p.dst, p.sealed, p.job_id, p.round, p.send_id);
+      if (p.job_data) {
+        ok = admit(nullptr);
+        continue;
+      }
+      const SubmitResult r = ctx_.relay->Submit(device_id_, p.dst, p.payload, p.job_id, p.round, p.send_id);
       if (RelayHasNoRoom(r.result)) break;
-      ok = admit(r);
+      ok = admit(&r);
     }
     if (!ok || !QueueSendAck() || parked_.empty()) break;
     const ParkedSend& p = parked_.front();
-    const SubmitResult r = co_await SubmitWaiting(p.dst, p.sealed, p.job_id, p.round, p.send_id);
+    const SubmitResult r = co_await SubmitWaiting(p.dst, p.payload, p.job_id, p.round, p.send_id);
     if (state_ != State::kRunning) break;
-    ok = admit(r);
+    ok = admit(&r);
   }
   if (ok) (void)QueueSendAck();
   drainer_running_ = false;

@@ -62,10 +62,10 @@ struct SessionBuffers {
   // Encoded frames waiting to be written to TLS. At least two maximum
   // frames; larger lets roles send more per Poll.
   Span<uint8_t> output;
-  // Optional: copies of RelaySends until the server acknowledges them, sent
-  // again after a reconnect (unacked_sends.h). At least
-  // UnackedSends::kMaxEntryBytes to enable; a few of those let roles keep
-  // sending while acknowledgements travel (RelaySend payloads are mostly far
+  // Optional: copies of RelaySends and JobData uploads until the server
+  // acknowledges them, sent again after a reconnect (unacked_sends.h). At
+  // least UnackedSends::kMaxEntryBytes to enable; a few of those let roles
+  // keep sending while acknowledgements travel (payloads are mostly far
   // smaller). Empty: sends are not kept and a broken connection can lose
   // them (protocol v1 behaviour).
   Span<uint8_t> unacked = {};
@@ -110,7 +110,11 @@ class DeviceSession {
   nodefl_wire_Envelope& NewMessage(pb_size_t body_tag, uint64_t job_id = 0, uint32_t round = 0);
   // Encodes the envelope from NewMessage() into the output. Fills in version
   // and seq. kResourceExhausted when the output lacks room (try again later);
-  // kFailedPrecondition before Welcome (except for Hello/Goodbye).
+  // kFailedPrecondition before Welcome (except for Hello/Goodbye). With
+  // kept sends, a RelaySend or JobData gets the next send id and a copy is
+  // kept (while older kept sends wait to be written again it queues behind
+  // them; other messages do not wait); without room to keep it, it goes
+  // out unnumbered.
   Status Send(nodefl_wire_Envelope& message);
   // Room for one more maximum-size frame (and, with kept sends, room to
   // keep one and no resend still waiting)? Roles send only when true.
@@ -128,7 +132,7 @@ class DeviceSession {
     uint64_t relay_delivered = 0;   // passed to roles
     uint64_t relay_duplicates = 0;  // re-deliveries skipped after a resume
     uint64_t relay_orphans = 0;     // for a job no role runs
-    uint64_t sends_kept = 0;        // RelaySends numbered and kept until acknowledged
+    uint64_t sends_kept = 0;        // RelaySends and JobData numbered and kept until acknowledged
     uint64_t sends_resent = 0;      // kept sends written again after a reconnect
     uint64_t sends_unkept = 0;      // sent unnumbered: no room to keep them
     uint64_t sends_forgotten = 0;   // kept sends dropped because the server began a fresh session

@@ -51,6 +51,7 @@ inline constexpr size_t kMaxSealedPlaintextBytes = kMaxSealedBytes - kSealedOver
 inline constexpr size_t kMaxJobParametersBytes = 256;   // JobStart.parameters
 inline constexpr size_t kSha256Bytes = 32;              // ChunkHeader.sha256
 inline constexpr size_t kMaxChunkDataBytes = 4096;      // Chunk.data
+inline constexpr size_t kMaxJobDataBytes = 4096;        // JobData.data
 
 // Every envelope, at the maximum size of every field, fits in one frame.
 static_assert(nodefl_wire_Envelope_size <= kMaxFramePayloadBytes,
@@ -73,6 +74,7 @@ static_assert(sizeof(nodefl_wire_RelayDeliver_sealed_t::bytes) == kMaxSealedByte
 static_assert(sizeof(nodefl_wire_JobStart_parameters_t::bytes) == kMaxJobParametersBytes);
 static_assert(sizeof(nodefl_wire_ChunkHeader_sha256_t::bytes) == kSha256Bytes);
 static_assert(sizeof(nodefl_wire_Chunk_data_t::bytes) == kMaxChunkDataBytes);
+static_assert(sizeof(nodefl_wire_JobData_data_t::bytes) == kMaxJobDataBytes);
 
 // The nanopb runtime the SDK links (Debian's libprotobuf-nanopb.a) is built
 // without PB_FIELD_32BIT; the generated structs and descriptors must agree.

@@ -211,6 +211,12 @@ class Relay {
   SubmitResult Submit(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id,
                       uint32_t round, uint64_t send_id = 0);
 
+  // A numbered send from `src` that is not relayed (a JobData upload for the
+  // job, numbered in the same sequence as its RelaySends): true if it is
+  // new, and it counts as accepted; false for a resend (counted in
+  // duplicate_sends). Unnumbered (0) and unknown sources: true.
+  bool ClaimSendId(uint32_t src, uint64_t send_id);
+
   // The highest send_id accepted from `src` in its current session (0 once
   // a session begins that is not resumed: the device lost its token and
   // numbers from 1 again), for Welcome.last_relay_send_id.

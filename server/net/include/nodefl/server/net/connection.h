@@ -97,8 +97,13 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   bool FinishSubmit(const SubmitResult& r, uint32_t dst, size_t bytes, uint64_t send_id, uint64_t seq);
   // Credit (docs/protocol.md): a send the relay has no room for waits here,
   // in order, while the reader goes on reading; the drainer admits it.
-  asio::awaitable<bool> Park(uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id, uint32_t round,
-                             uint64_t send_id, uint64_t seq);
+  struct ParkedSend;
+  asio::awaitable<bool> Park(ParkedSend send);
+  // JobData from the device: to the job, once per send id (a numbered
+  // record is kept by the device and written again after a resume).
+  asio::awaitable<bool> HandleJobData();
+  void DeliverJobData(uint64_t job_id, uint32_t round, uint32_t kind, std::span<const uint8_t> data,
+                      uint64_t send_id);
   asio::awaitable<void> DrainParked();
   // Queues a RelaySendAck for what was accepted since the last one.
   bool QueueSendAck();
@@ -197,21 +202,25 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   static constexpr uint32_t kMaxWaitingPeerKeyRequests = 64;
   uint32_t waiting_peer_key_requests_ = 0;
   uint64_t frames_in_ = 0;
-  // Numbered RelaySends (send_id): the highest accepted on this connection
+  // Numbered sends (RelaySend, JobData): the highest accepted on this connection
   // and the highest acknowledged to the device (RelaySendAck, sent once the
   // frames of one read are handled, so a burst costs one ack).
   uint64_t send_id_accepted_ = 0;
   uint64_t send_id_acked_ = 0;
   // RelaySends waiting for room in the relay, oldest first, never
   // acknowledged before the relay took them (so the device's send window
-  // bounds them); relay_parked_bytes bounds what the reader parks.
+  // bounds them); relay_parked_bytes bounds what the reader parks. A
+  // numbered JobData that arrives behind them waits in line too (send ids
+  // are taken in order), and goes to the job when it reaches the front.
   struct ParkedSend {
     uint32_t dst = 0;
     uint32_t round = 0;
     uint64_t job_id = 0;
     uint64_t send_id = 0;
     uint64_t seq = 0;
-    std::vector<uint8_t> sealed;
+    std::vector<uint8_t> payload;  // the sealed bytes, or the JobData record
+    bool job_data = false;
+    uint32_t kind = 0;  // JobData.kind
   };
   std::deque<ParkedSend> parked_;
   size_t parked_bytes_ = 0;
