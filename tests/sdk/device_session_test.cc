@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -323,6 +325,48 @@ TEST(DeviceSessionTest, KeptUploadsShareTheNumberingAndAreResentAsJobData) {
   f.server.Restart();
   ASSERT_TRUE(f.Feed(ResumedWelcome(f.server, 4)).ok());
   EXPECT_TRUE(ScriptedServer::Read(f.session).empty());
+}
+
+// A job record from the server, numbered per job (JobData.send_id).
+std::vector<uint8_t> Record(ScriptedServer& server, uint64_t job, uint64_t record_id) {
+  nodefl_wire_Envelope e = nodefl_wire_Envelope_init_zero;
+  e.which_body = nodefl_wire_Envelope_job_data_tag;
+  e.job_id = job;
+  e.round = 1;
+  e.body.job_data.kind = 5;
+  e.body.job_data.send_id = record_id;
+  e.body.job_data.data.size = 1;
+  e.body.job_data.data.bytes[0] = static_cast<uint8_t>(record_id);
+  return server.Frame(e);
+}
+
+TEST(DeviceSessionTest, JobRecordsWrittenAgainAfterAReconnectReachTheRoleOnce) {
+  Fixture f;
+  f.Register();
+  ASSERT_TRUE(f.Feed(f.server.JobStart(1)).ok());
+  ASSERT_TRUE(f.Feed(f.server.JobStart(2)).ok());
+  ScriptedServer::Read(f.session);
+  ASSERT_TRUE(f.Feed(Record(f.server, 1, 1)).ok());
+  ASSERT_TRUE(f.Feed(Record(f.server, 1, 2)).ok());
+  ASSERT_TRUE(f.Feed(Record(f.server, 2, 1)).ok()) << "each job numbers its own records";
+  const size_t records_before = std::count(f.role.seen.begin(), f.role.seen.end(), nodefl_wire_Envelope_job_data_tag);
+  EXPECT_EQ(records_before, 3u);
+
+  // A new connection: the server writes job 1's round again, its start and
+  // records 1-3 (3 had been lost with the old connection).
+  ASSERT_TRUE(f.session.Reconnect(10).ok());
+  ScriptedServer::Read(f.session);
+  f.server.Restart();
+  ASSERT_TRUE(f.Feed(ResumedWelcome(f.server, 0)).ok());
+  ASSERT_TRUE(f.Feed(f.server.JobStart(1)).ok());
+  for (uint64_t id = 1; id <= 3; ++id) ASSERT_TRUE(f.Feed(Record(f.server, 1, id)).ok());
+  EXPECT_EQ(std::count(f.role.seen.begin(), f.role.seen.end(), nodefl_wire_Envelope_job_data_tag), 4)
+      << "only record 3 is new";
+  EXPECT_EQ(f.session.counters().records_repeated, 2u);
+  // Unnumbered records (a server that numbers none) always go through.
+  ASSERT_TRUE(f.Feed(Record(f.server, 1, 0)).ok());
+  ASSERT_TRUE(f.Feed(Record(f.server, 1, 0)).ok());
+  EXPECT_EQ(std::count(f.role.seen.begin(), f.role.seen.end(), nodefl_wire_Envelope_job_data_tag), 6);
 }
 
 TEST(DeviceSessionTest, KeptSendsAreTheCreditRolesWaitFor) {

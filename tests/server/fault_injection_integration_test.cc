@@ -59,6 +59,12 @@ struct Case {
   const char* faults;  // the --faults spec
   bool revived() const { return std::string(faults).find("revive=") != std::string::npos; }
   bool kills() const { return std::string(faults).find("kill=") != std::string::npos; }
+  // Connections are cut and nothing else: every device comes back on a
+  // resumed session.
+  bool only_cuts() const {
+    const std::string f(faults);
+    return f.rfind("cut=", 0) == 0 && f.find(',') == std::string::npos;
+  }
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
@@ -298,6 +304,19 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
                   Number(s, "aborted_offline") + Number(s, "aborted_round_ended"),
               aborted)
         << log;
+    if (c.only_cuts()) {
+      // What a cut connection swallowed mostly comes back after the
+      // resume: kept sends and uploads from the devices, relay deliveries,
+      // and the round's start and session records from the server.
+      // Sessions of a party that was away when the server looked abort as
+      // offline (they are not run again, docs/reliability.md). Few wait
+      // out their deadline: measured on karate, 0-4 of 78 (0 in most
+      // runs) against 10-15 when the server resent round starts without
+      // their session records; the cause of the rest is not known yet.
+      const auto reconnects = LastLine(log, "job_reconnects");
+      EXPECT_GT(Number(reconnects, "records_resent"), 0u) << log;
+      EXPECT_LE(Number(s, "aborted_deadline") + Number(s, "aborted_round_ended"), Number(s, "sessions") / 10) << log;
+    }
     EXPECT_EQ(Number(s, "aborted_disagreement"), 0u) << "the two parties of a session never disagree";
     EXPECT_EQ(s.at("verified") == "true", aborted == 0 && Number(s, "missed_round3") == 0) << log;
     // No surviving device holds a wrong comparison: each result it kept
@@ -341,6 +360,8 @@ const Case kCases[] = {
     {"fedwalk_walks_killed_and_revived", "fedwalk", "kill=0.1@walks+100ms,revive=1s"},
     {"compare_killed", "compare", "kill=0.1@compare"},
     {"compare_killed_and_revived", "compare", "kill=0.1@compare,revive=1s"},
+    // One write or read in 30 cuts its connection; the devices resume.
+    {"compare_connections_cut", "compare", "cut=0.033"},
     {"lumos_trim_killed", "lumos", "kill=0.1@trim"},
     {"lumos_trim_killed_and_revived", "lumos", "kill=0.1@trim,revive=1s"},
 };

@@ -237,6 +237,28 @@ class TransportTest : public ::testing::Test {
     fields.push_back(c.peer_field());
     return server_->WaitForLog(event, fields, milliseconds(3000));
   }
+  // Closes device `id`'s client `old`, waits until the server saw it go,
+  // and connects it again asking to resume with `token`: the new client,
+  // resumed, whose Welcome says the server holds its sends up to
+  // `last_send_id` (nullptr, with a failure recorded, otherwise).
+  std::unique_ptr<RawClient> Resumed(RawClient& old, uint32_t id, const std::vector<uint8_t>& token,
+                                     uint64_t last_send_id) {
+    old.Close();
+    if (!Logged("disconnected", old, {"device=" + std::to_string(id)})) {
+      ADD_FAILURE() << "device " << id << ": the server did not see its connection end";
+      return nullptr;
+    }
+    std::unique_ptr<RawClient> c = Connected(id);
+    if (!c) return nullptr;
+    const std::optional<nodefl_wire_Welcome> welcome = c->Register(id, ConstByteSpan(token));
+    if (!welcome) {
+      ADD_FAILURE() << "device " << id << ": no Welcome on resuming";
+      return nullptr;
+    }
+    EXPECT_TRUE(welcome->resumed);
+    EXPECT_EQ(welcome->last_relay_send_id, last_send_id);
+    return c;
+  }
 
   // First member: destroyed after every client that runs on it.
   asio::io_context io_;
@@ -614,14 +636,8 @@ TEST_F(TransportTest, NumberedRelaySendsAreAcknowledgedAndRoutedOnceAcrossAResum
   // A's connection breaks before it saw the second ack: it resumes, learns
   // the server has 2, and sends 2 again anyway (as a device that lost the
   // Welcome's figure would) and then 3.
-  a->Close();
-  ASSERT_TRUE(Logged("disconnected", *a, {"device=" + std::to_string(a_id)}));
-  std::unique_ptr<RawClient> a2 = Connected(a_id);
+  std::unique_ptr<RawClient> a2 = Resumed(*a, a_id, token, 2);
   ASSERT_NE(a2, nullptr);
-  const std::optional<nodefl_wire_Welcome> resumed = a2->Register(a_id, ConstByteSpan(token));
-  ASSERT_TRUE(resumed);
-  EXPECT_TRUE(resumed->resumed);
-  EXPECT_EQ(resumed->last_relay_send_id, 2u);
   relay(*a2, 2, "two");
   relay(*a2, 3, "three");
   ack = a2->Next();
@@ -769,14 +785,8 @@ TEST_F(TransportTest, NumberedUploadsAreAcknowledgedAndTakenOnceAcrossAResume) {
   ASSERT_EQ(ack->which_body, nodefl_wire_Envelope_relay_send_ack_tag) << protocol::BodyName(ack->which_body);
   EXPECT_EQ(ack->body.relay_send_ack.send_id, 1u);
 
-  a->Close();
-  ASSERT_TRUE(Logged("disconnected", *a, {"device=" + std::to_string(a_id)}));
-  std::unique_ptr<RawClient> a2 = Connected(a_id);
+  std::unique_ptr<RawClient> a2 = Resumed(*a, a_id, token, 1);
   ASSERT_NE(a2, nullptr);
-  const std::optional<nodefl_wire_Welcome> resumed = a2->Register(a_id, ConstByteSpan(token));
-  ASSERT_TRUE(resumed);
-  EXPECT_TRUE(resumed->resumed);
-  EXPECT_EQ(resumed->last_relay_send_id, 1u);
   upload(*a2, 1);  // written again although the server has it
   upload(*a2, 2);
   ack = a2->Next();

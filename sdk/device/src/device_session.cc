@@ -49,8 +49,13 @@ Role* DeviceSession::RoleForKind(nodefl_wire_JobKind kind) {
 }
 
 Role* DeviceSession::RoleForJob(uint64_t job_id) {
-  for (const ActiveJob& j : jobs_) {
-    if (j.job_id == job_id) return j.role;
+  ActiveJob* job = FindJob(job_id);
+  return job != nullptr ? job->role : nullptr;
+}
+
+DeviceSession::ActiveJob* DeviceSession::FindJob(uint64_t job_id) {
+  for (ActiveJob& j : jobs_) {
+    if (j.job_id == job_id) return &j;
   }
   return nullptr;
 }
@@ -354,12 +359,22 @@ Status DeviceSession::HandleJobMessage() {
         for (size_t i = 1; i < jobs_.size(); ++i) jobs_[i - 1] = jobs_[i];
         jobs_.pop_back();
       }
-      const Status added = jobs_.push_back(ActiveJob{in_.job_id, role});
+      const Status added = jobs_.push_back(ActiveJob{in_.job_id, role, 0});
       if (!added.ok()) return Fail(added, "too many active jobs");
     }
   } else {
-    role = RoleForJob(in_.job_id);
-    if (role == nullptr) return Fail(Status::FailedPrecondition(), "message for an unknown job");
+    ActiveJob* job = FindJob(in_.job_id);
+    if (job == nullptr) return Fail(Status::FailedPrecondition(), "message for an unknown job");
+    role = job->role;
+    if (in_.which_body == nodefl_wire_Envelope_job_data_tag && in_.body.job_data.send_id != 0) {
+      // The server numbers a job's records to this device in order and
+      // writes the unreported round's again after a reconnect.
+      if (in_.body.job_data.send_id <= job->last_record_id) {
+        ++counters_.records_repeated;
+        return Status::Ok();
+      }
+      job->last_record_id = in_.body.job_data.send_id;
+    }
   }
   return RoleResult(role->OnMessage(in_, *this), *role, "on a message for its job");
 }

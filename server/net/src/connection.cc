@@ -128,12 +128,14 @@ void Connection::SendJobRound(uint64_t job_id, uint32_t round, nodefl_wire_JobKi
   });
 }
 
-void Connection::SendJobData(uint64_t job_id, uint32_t round, uint32_t kind, std::vector<uint8_t> bytes) {
-  asio::post(strand_, [self = shared_from_this(), job_id, round, kind, bytes = std::move(bytes)]() mutable {
+void Connection::SendJobData(uint64_t job_id, uint32_t round, uint32_t kind, std::vector<uint8_t> bytes,
+                             uint64_t record_id) {
+  asio::post(strand_, [self = shared_from_this(), job_id, round, kind, record_id, bytes = std::move(bytes)]() mutable {
     if (self->state_ != State::kRunning) return;
     JobStreamItem item;
     item.is_data = true;
     item.data_kind = kind;
+    item.record_id = record_id;
     item.parameters = std::move(bytes);
     item.job_id = job_id;
     item.round = round;
@@ -154,6 +156,7 @@ void Connection::TakeJobStream(std::vector<uint8_t>& batch, size_t limit) {
     if (item.is_data) {
       protocol::InitEnvelope(&e, nodefl_wire_Envelope_job_data_tag, next_out_seq_, item.job_id, item.round);
       e.body.job_data.kind = item.data_kind;
+      e.body.job_data.send_id = item.record_id;
       if (!protocol::SetBytes(&e.body.job_data.data, ConstByteSpan(item.parameters)).ok()) {
         ctx_.log->Error("job_data_too_large", {{"conn", id_}, {"device", device_id_}});
         job_stream_.pop_front();

@@ -171,7 +171,30 @@ void JobRunner::Dispatch(std::vector<jobs::RoundStart> starts) {
         job_->OnDataUndeliverable(d, NowMicros());
         continue;
       }
-      std::static_pointer_cast<Connection>(target)->SendJobData(current_job_id_, d.round, d.kind, std::move(d.bytes));
+      const uint64_t id = ++last_record_id_[d.device];
+      auto sent = sent_starts_.find(d.device);
+      if (sent != sent_starts_.end() && sent->second.resendable && sent->second.round == d.round) {
+        // A device back on a new connection that the resend check has not
+        // seen yet gets the round's start and earlier records first: it
+        // takes records in order and drops any numbered below one it has.
+        const auto snap = ctx_.registry->Snapshot(d.device);
+        if (snap && snap->online && snap->generation != sent->second.generation) {
+          ResendRound(d.device, sent->second, snap->generation, target);
+        }
+        SentStart& round = sent->second;
+        if (!round.records_overflowed) {
+          round.record_bytes += d.bytes.size();
+          if (round.record_bytes > kMaxKeptRecordBytes) {
+            round.records_overflowed = true;
+            round.records.clear();
+            round.records.shrink_to_fit();
+          } else {
+            round.records.push_back(KeptRecord{id, d.kind, d.bytes});
+          }
+        }
+      }
+      std::static_pointer_cast<Connection>(target)->SendJobData(current_job_id_, d.round, d.kind, std::move(d.bytes),
+                                                                id);
     }
   }
 }
@@ -274,9 +297,14 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
         continue;
       }
       const auto snap = ctx_.registry->Snapshot(device);
-      sent_starts_[device] = SentStart{resendable, start.round, device_deadline,
-                                       resendable ? start.parameters : std::vector<uint8_t>{},
-                                       snap ? snap->generation : 0, Clock::now()};
+      SentStart& sent = sent_starts_[device];
+      sent = SentStart{};
+      sent.resendable = resendable;
+      sent.round = start.round;
+      sent.deadline_ms = device_deadline;
+      if (resendable) sent.parameters = start.parameters;
+      sent.generation = snap ? snap->generation : 0;
+      sent.sent = Clock::now();
       std::static_pointer_cast<Connection>(target)->SendJobRound(current_job_id_, start.round, job_->kind(),
                                                                  device_deadline, start.parameters, artefacts,
                                                                  directory);
@@ -303,16 +331,7 @@ void JobRunner::WatchUnreportedDevices() {
     if (snap->generation == sent.generation || !sent.resendable) continue;
     auto target = ctx_.registry->CurrentTarget(device);
     if (!target) continue;
-    // What is left of the round's device deadline.
-    const auto elapsed_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - sent.sent).count();
-    const uint32_t left =
-        elapsed_ms >= sent.deadline_ms ? 1u : sent.deadline_ms - static_cast<uint32_t>(elapsed_ms);
-    sent.generation = snap->generation;
-    ++starts_resent_;
-    ctx_.log->Debug("job_round_resent", {{"job", current_job_id_}, {"device", device}, {"round", sent.round}});
-    std::static_pointer_cast<Connection>(target)->SendJobRound(current_job_id_, sent.round, job_->kind(), left,
-                                                               sent.parameters, {}, false);
+    ResendRound(device, sent, snap->generation, target);
   }
   for (uint32_t device : gone) {
     ctx_.log->Info("job_device_gone", {{"job", current_job_id_},
@@ -326,15 +345,33 @@ void JobRunner::WatchUnreportedDevices() {
   }
 }
 
+void JobRunner::ResendRound(uint32_t device, SentStart& sent, uint64_t generation,
+                            const std::shared_ptr<DeliveryTarget>& target) {
+  // What is left of the round's device deadline.
+  const auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - sent.sent).count();
+  const uint32_t left = elapsed_ms >= sent.deadline_ms ? 1u : sent.deadline_ms - static_cast<uint32_t>(elapsed_ms);
+  sent.generation = generation;
+  ++starts_resent_;
+  records_resent_ += sent.records.size();
+  ctx_.log->Debug("job_round_resent",
+                  {{"job", current_job_id_}, {"device", device}, {"round", sent.round}, {"records", sent.records.size()}});
+  auto connection = std::static_pointer_cast<Connection>(target);
+  connection->SendJobRound(current_job_id_, sent.round, job_->kind(), left, sent.parameters, {}, false);
+  for (const KeptRecord& r : sent.records) connection->SendJobData(current_job_id_, sent.round, r.kind, r.bytes, r.id);
+}
+
 void JobRunner::FinishJob() {
   if (ctx_.job_keys != nullptr) ctx_.job_keys->EndJob(current_job_id_);
   if (starts_resent_ != 0 || devices_gone_ != 0) {
     ctx_.log->Info("job_reconnects", {{"job", current_job_id_},
                                       {"starts_resent", starts_resent_},
+                                      {"records_resent", records_resent_},
                                       {"devices_gone", devices_gone_}});
   }
   sent_starts_.clear();
+  last_record_id_.clear();
   starts_resent_ = 0;
+  records_resent_ = 0;
   devices_gone_ = 0;
   job_->LogSummary(*ctx_.log, current_job_id_);
   ctx_.log->Info("job_traffic", {{"job", current_job_id_},

@@ -136,6 +136,7 @@ class DeviceSession {
     uint64_t sends_resent = 0;      // kept sends written again after a reconnect
     uint64_t sends_unkept = 0;      // sent unnumbered: no room to keep them
     uint64_t sends_forgotten = 0;   // kept sends dropped because the server began a fresh session
+    uint64_t records_repeated = 0;  // job records from the server seen before (written again after a reconnect)
   };
   const Counters& counters() const { return counters_; }
 
@@ -143,6 +144,10 @@ class DeviceSession {
   struct ActiveJob {
     uint64_t job_id;
     Role* role;
+    // The highest numbered JobData record taken from the server for this
+    // job (JobData.send_id, numbered per job): the server writes a round's
+    // records again after a reconnect, and those seen before are dropped.
+    uint64_t last_record_id = 0;
   };
   static constexpr size_t kMaxActiveJobs = NODEFL_MAX_ACTIVE_JOBS;
 
@@ -168,6 +173,7 @@ class DeviceSession {
   // Reports whose code is not OK (a refused release, a failed round).
   void LogReport(const nodefl_wire_Envelope& message) const;
   Role* RoleForJob(uint64_t job_id);
+  ActiveJob* FindJob(uint64_t job_id);
   Role* RoleForKind(nodefl_wire_JobKind kind);
 
   SessionOptions options_;

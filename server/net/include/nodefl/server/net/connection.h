@@ -73,7 +73,11 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   // peer directory once the participants' job keys are in.
   void SendJobArtefacts(uint64_t job_id, uint32_t round, std::vector<StreamedArtefact> artefacts);
   // Queues a JobData record behind what the job stream already holds.
-  void SendJobData(uint64_t job_id, uint32_t round, uint32_t kind, std::vector<uint8_t> bytes);
+  // `record_id`: the job's numbering of its records to this device
+  // (JobData.send_id; 0 for none), by which the device drops one written
+  // again after a reconnect.
+  void SendJobData(uint64_t job_id, uint32_t round, uint32_t kind, std::vector<uint8_t> bytes,
+                   uint64_t record_id = 0);
 
  private:
   enum class State { kHandshake, kAwaitHello, kRunning, kClosing, kClosed };
@@ -179,7 +183,8 @@ class Connection final : public DeliveryTarget, public std::enable_shared_from_t
   // Job stream: whole frames (JobStart) or artefacts sent chunk by chunk.
   struct JobStreamItem {
     bool is_start = false;  // a JobStart
-    bool is_data = false;   // a JobData record (kind in data_kind, bytes in parameters)
+    bool is_data = false;   // a JobData record (kind in data_kind, bytes in parameters, id in record_id)
+    uint64_t record_id = 0;
     bool peer_directory = false;  // JobStart.peer_directory
     uint32_t data_kind = 0;
     nodefl_wire_JobKind kind = nodefl_wire_JobKind_JOB_KIND_UNSPECIFIED;

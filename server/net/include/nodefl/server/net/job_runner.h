@@ -79,6 +79,19 @@ class JobRunner final : public JobSink {
   // (rounds without artefacts or a peer directory; a role takes a start for
   // the round it already runs as a repeat, docs/protocol.md). One offline
   // for longer than offline_grace_ms is given up on (docs/reliability.md).
+  // The job's records to the device in that round (walks to start,
+  // comparison sessions, ...) go with a resent start, in order: the device
+  // drops those it had by their number (JobData.send_id, per job and
+  // device). At most kMaxKeptRecordBytes of them per device: a round whose
+  // records are larger (Lumos training's parameters, about 90 KB a device
+  // on Cora) keeps none, and its start is resent alone, as before records
+  // were kept; ten thousand devices then hold at most 160 MiB.
+  static constexpr size_t kMaxKeptRecordBytes = 16384;
+  struct KeptRecord {
+    uint64_t id = 0;
+    uint32_t kind = 0;
+    std::vector<uint8_t> bytes;
+  };
   struct SentStart {
     bool resendable = false;
     uint32_t round = 0;
@@ -86,8 +99,16 @@ class JobRunner final : public JobSink {
     std::vector<uint8_t> parameters;
     uint64_t generation = 0;
     Clock::time_point sent;
+    std::vector<KeptRecord> records;
+    size_t record_bytes = 0;
+    bool records_overflowed = false;  // over kMaxKeptRecordBytes: none kept
   };
   std::map<uint32_t, SentStart> sent_starts_;
+  std::map<uint32_t, uint64_t> last_record_id_;  // this job: per device
+  uint64_t records_resent_ = 0;                  // this job
+  // Sends `device`'s unreported round start again on its current
+  // connection, then the round's records.
+  void ResendRound(uint32_t device, SentStart& sent, uint64_t generation, const std::shared_ptr<DeliveryTarget>& target);
   Clock::time_point last_resend_check_{};
   uint64_t starts_resent_ = 0;  // this job
   uint64_t devices_gone_ = 0;   // this job: offline past offline_grace_ms
