@@ -694,11 +694,8 @@ void Connection::DeliverJobData(uint64_t job_id, uint32_t round, uint32_t kind, 
                                 uint64_t send_id) {
   // A resend of a record the job already has (the acknowledgement was lost
   // with the old connection) is dropped here, once per send id.
-  if (!ctx_.relay->ClaimSendId(device_id_, send_id)) {
-    send_id_accepted_ = std::max(send_id_accepted_, send_id);
-    return;
-  }
   send_id_accepted_ = std::max(send_id_accepted_, send_id);
+  if (!ctx_.relay->ClaimSendId(device_id_, send_id)) return;
   if (ctx_.jobs != nullptr) {
     ctx_.jobs->OnJobUpload(device_id_, job_id, round, kind, std::vector<uint8_t>(data.begin(), data.end()));
   }
@@ -715,11 +712,6 @@ asio::awaitable<bool> Connection::Park(ParkedSend send) {
     co_await parked_room_.Wait();
   }
   if (state_ != State::kRunning) co_return false;
-  if (parked_.empty() && send.job_data) {
-    // What it waited behind was admitted meanwhile.
-    DeliverJobData(send.job_id, send.round, send.kind, send.payload, send.send_id);
-    co_return QueueSendAck();
-  }
   if (!send.job_data) ctx_.counters.relay_parked.fetch_add(1, std::memory_order_relaxed);
   parked_.push_back(std::move(send));
   parked_bytes_ += cost;

@@ -182,15 +182,11 @@ void JobRunner::Dispatch(std::vector<jobs::RoundStart> starts) {
           ResendRound(d.device, sent->second, snap->generation, target);
         }
         SentStart& round = sent->second;
-        if (!round.records_overflowed) {
-          round.record_bytes += d.bytes.size();
-          if (round.record_bytes > kMaxKeptRecordBytes) {
-            round.records_overflowed = true;
-            round.records.clear();
-            round.records.shrink_to_fit();
-          } else {
-            round.records.push_back(KeptRecord{id, d.kind, d.bytes});
-          }
+        round.record_bytes += d.bytes.size();
+        if (round.record_bytes <= kMaxKeptRecordBytes) {
+          round.records.push_back(KeptRecord{id, d.kind, d.bytes});
+        } else if (!round.records.empty()) {
+          std::vector<KeptRecord>().swap(round.records);  // over the bound: none kept
         }
       }
       std::static_pointer_cast<Connection>(target)->SendJobData(current_job_id_, d.round, d.kind, std::move(d.bytes),

@@ -100,8 +100,7 @@ class JobRunner final : public JobSink {
     uint64_t generation = 0;
     Clock::time_point sent;
     std::vector<KeptRecord> records;
-    size_t record_bytes = 0;
-    bool records_overflowed = false;  // over kMaxKeptRecordBytes: none kept
+    size_t record_bytes = 0;  // all the round's records; over kMaxKeptRecordBytes none are kept
   };
   std::map<uint32_t, SentStart> sent_starts_;
   std::map<uint32_t, uint64_t> last_record_id_;  // this job: per device
