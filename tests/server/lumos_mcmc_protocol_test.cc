@@ -74,7 +74,9 @@ void ExpectFaithfulChain(const McmcFleet& f) {
 }
 
 TEST(LumosMcmcProtocolTest, RandomGraphsRunAlg2FaithfullyOnSecureComparisons) {
-  for (uint64_t seed : {1, 2, 3}) {
+  // Two graphs: each is 5 iterations of some 50 secure comparisons (a third
+  // took 16 CPU-seconds of the test command).
+  for (uint64_t seed : {1, 2}) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     const fleet::Graph g = RandomGraph(16, 0.25, seed);
     McmcFleetOptions o;
