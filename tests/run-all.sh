@@ -71,6 +71,18 @@ summary=()
 failed=0
 t_start=$SECONDS
 
+# The machine's processor time since boot, all cores, in seconds: busy
+# (user, nice, system, interrupts), idle (with I/O wait) and stolen by the
+# hypervisor. Printed for the run at the end: the command is bound by
+# processor time, and a run whose machine had other work (steal) or left
+# cores idle shows it there.
+cpu_times() {
+  awk -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" \
+    '/^cpu / { printf "%.0f %.0f %.0f\n", ($2 + $3 + $4 + $7 + $8) / hz, ($5 + $6) / hz, $9 / hz }' /proc/stat \
+    2>/dev/null || echo "0 0 0"
+}
+read -r cpu_busy0 cpu_idle0 cpu_steal0 < <(cpu_times)
+
 header() {
   printf '\n==============================================================================\n'
   printf '== %s\n' "$*"
@@ -424,6 +436,9 @@ done
 
 header "summary (total $((SECONDS - t_start))s)"
 printf '%s\n' "${summary[@]}"
+read -r cpu_busy1 cpu_idle1 cpu_steal1 < <(cpu_times)
+printf '\nprocessor time on this machine during the run (all %s cores): busy %ss, idle %ss, stolen %ss\n' \
+  "$(nproc)" $((cpu_busy1 - cpu_busy0)) $((cpu_idle1 - cpu_idle0)) $((cpu_steal1 - cpu_steal0))
 # The ten slowest tests of the run, from each stage's ctest log.
 slowest=$(for log in "${ctest_logs[@]}"; do
             [[ -f $log ]] || continue

@@ -29,7 +29,7 @@ set -euo pipefail
 
 readonly HOST_PKGS=(
   build-essential g++ cmake ninja-build pkg-config python3
-  libmbedtls-dev libgtest-dev libnanopb-dev nanopb libeigen3-dev libboost-dev
+  libmbedtls-dev libgtest-dev libnanopb-dev nanopb libeigen3-dev libboost-dev libsqlite3-dev
   python3-sklearn
 )
 # Target libraries are Multi-Arch: same, so they co-install with the amd64

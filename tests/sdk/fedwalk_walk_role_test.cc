@@ -918,6 +918,47 @@ TEST(FedWalkWalkRoleTest, NoNonceRepeatsWhenTheJobIsRunAgainWithTheSameIdAndSalt
   EXPECT_NE(announced[0], announced[1]) << "a device announced the same job key in both runs";
 }
 
+// A server that started the FedWalk plan over (after its restart) runs the
+// HCT job again: the device drops the walk job it was in and binds the new
+// results. Binding is refused during a job; after Abandon the old job's
+// records are refused and the role binds and walks again.
+TEST(FedWalkWalkRoleTest, AnAbandonedJobIsDroppedAndTheRoleBindsAgain) {
+  const WalkWorld world = WalkWorld::Make(6, 2, 2, 11);
+  std::vector<uint32_t> ids;
+  for (uint32_t v = 0; v < world.n; ++v) ids.push_back(v);
+  Server server(world, ids);
+  RunKeysRound(server, Params(8, 0.3));
+  FedWalkWalkRole& role = server[0].role;
+  ASSERT_EQ(role.round(), kWalkRoundWalks);
+  WalkInputs in;
+  in.neighbours = world.neighbours[0];
+  in.codebook_pool = world.codebook;
+  in.own_row = world.Row(0);
+  in.tree = world.tree;
+  in.bin_plan = world.plan;
+  in.bins = world.bins;
+  in.vertex_count = world.n;
+  EXPECT_EQ(role.Init(in).code(), StatusCode::kFailedPrecondition);  // not during a job
+  role.Abandon();
+  EXPECT_EQ(role.round(), 0u);
+  EXPECT_FALSE(role.finished());
+  ASSERT_TRUE(role.Init(in).ok());
+  EXPECT_TRUE(role.tree_indexed());
+  // The abandoned job's walk starts are refused, not walked.
+  const uint32_t rejected_before = role.stats().rejected;
+  server.Send(0, server.StartWalks(0, {{500, 8}}));
+  server.Pump();
+  EXPECT_EQ(role.stats().rejected, rejected_before + 1);
+  EXPECT_EQ(role.stats().started, 0u);
+  // The other devices go on with it; walks that reach device 0 end there
+  // unwalked (the server counts them lost).
+  RunRingWalks(server, {1, 2, 3}, 8, 600);
+  EXPECT_LE(server.results.size(), 3u);
+  EXPECT_EQ(role.stats().forwarded, 0u);
+  EXPECT_EQ(role.stats().finished, 0u);
+  EXPECT_EQ(role.stats().received, 0u);
+}
+
 TEST(FedWalkWalkRoleTest, NoNonceRepeatsWhenADeviceRestartsMidJob) {
   const WalkWorld world = WalkWorld::Make(6, 2, 2, 7);
   std::vector<uint32_t> ids;

@@ -320,3 +320,103 @@ TEST(DeviceRegistry, PerDeviceMemoryIsSmall) {
 
 }  // namespace
 }  // namespace nodefl::server
+
+namespace nodefl::server {
+namespace {
+
+// A SessionLog in memory that can be told to fail.
+class MemorySessionLog final : public SessionLog {
+ public:
+  struct Entry {
+    uint32_t device = 0;
+    uint64_t session = 0;
+    ResumeToken token{};
+  };
+  bool SaveSession(uint32_t device_id, uint64_t session, const ResumeToken& token, std::string* error) override {
+    if (fail) {
+      *error = "disk full";
+      return false;
+    }
+    entries.push_back({device_id, session, token});
+    return true;
+  }
+  bool fail = false;
+  std::vector<Entry> entries;
+};
+
+TEST(DeviceRegistryRestart, NewSessionsAreWrittenBeforeAttachReturnsAndResumesAreNot) {
+  MemorySessionLog log;
+  RegistryOptions options;
+  options.session_log = &log;
+  std::string error;
+  auto registry = DeviceRegistry::Create({1, 2}, options, &error);
+  ASSERT_NE(registry, nullptr) << error;
+  const AttachResult first = registry->Attach(1, {}, testing::MakeTarget());
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(log.entries.size(), 1u);
+  EXPECT_EQ(log.entries[0].device, 1u);
+  EXPECT_EQ(log.entries[0].session, first.session);
+  EXPECT_EQ(log.entries[0].token, first.token);
+  const AttachResult resumed = registry->Attach(1, Bytes(first.token), testing::MakeTarget());
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_TRUE(resumed.resumed);
+  EXPECT_EQ(log.entries.size(), 1u);  // nothing new to keep
+  const AttachResult reset = registry->Attach(1, {}, testing::MakeTarget());
+  ASSERT_TRUE(reset.ok());
+  ASSERT_EQ(log.entries.size(), 2u);
+  EXPECT_EQ(log.entries[1].session, first.session + 1);
+}
+
+TEST(DeviceRegistryRestart, ARestoredSessionResumesWithItsTokenOnly) {
+  MemorySessionLog log;
+  ResumeToken token{};
+  uint64_t session = 0;
+  {
+    RegistryOptions options;
+    options.session_log = &log;
+    std::string error;
+    auto before = DeviceRegistry::Create({5, 6}, options, &error);
+    ASSERT_NE(before, nullptr) << error;
+    const AttachResult a = before->Attach(5, {}, testing::MakeTarget());
+    const AttachResult again = before->Attach(5, {}, testing::MakeTarget());  // session 2
+    ASSERT_TRUE(a.ok() && again.ok());
+    token = again.token;
+    session = again.session;
+  }
+  // The restarted server: a new registry fed what the log holds.
+  std::string error;
+  auto after = DeviceRegistry::Create({5, 6}, RegistryOptions{}, &error);
+  ASSERT_NE(after, nullptr) << error;
+  for (const auto& e : log.entries) EXPECT_TRUE(after->RestoreSession(e.device, e.session, e.token));
+  EXPECT_FALSE(after->RestoreSession(99, 1, token));  // not a known device
+  EXPECT_FALSE(after->RestoreSession(6, 0, token));   // no session
+  EXPECT_EQ(after->CurrentSession(5), session);
+  EXPECT_EQ(after->Stats().sessions_restored, 2u);
+
+  ResumeToken wrong = token;
+  wrong[0] ^= 1;
+  EXPECT_EQ(after->Attach(5, Bytes(wrong), testing::MakeTarget()).status, AttachStatus::kWrongToken);
+  const AttachResult resumed = after->Attach(5, Bytes(token), testing::MakeTarget());
+  ASSERT_TRUE(resumed.ok());
+  EXPECT_TRUE(resumed.resumed);
+  EXPECT_EQ(resumed.session, session);
+  EXPECT_EQ(resumed.token, token);
+}
+
+TEST(DeviceRegistryRestart, ASessionTheLogRefusedIsCountedAndTheDeviceStillAttaches) {
+  MemorySessionLog log;
+  log.fail = true;
+  RegistryOptions options;
+  options.session_log = &log;
+  std::string error;
+  auto registry = DeviceRegistry::Create({1}, options, &error);
+  ASSERT_NE(registry, nullptr) << error;
+  const AttachResult r = registry->Attach(1, {}, testing::MakeTarget());
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r.not_saved);
+  EXPECT_EQ(r.save_error, "disk full");
+  EXPECT_EQ(registry->Stats().sessions_not_saved, 1u);
+}
+
+}  // namespace
+}  // namespace nodefl::server

@@ -589,3 +589,40 @@ TEST_F(RelayTest, ConcurrentProducersAndAnAckingConsumerLoseAndReorderNothing) {
 
 }  // namespace
 }  // namespace nodefl::server
+
+namespace nodefl::server {
+namespace {
+
+// A restarted server numbers relay messages above anything an earlier
+// process handed out: a device that resumes with the last id it saw (from
+// the earlier process) is accepted, and the new messages are not dropped
+// by it as repeats.
+TEST(RelayRestart, IdsStartAtTheGivenFirstIdAndOlderAcknowledgementsAreHarmless) {
+  std::string error;
+  auto registry = DeviceRegistry::Create(DeviceIdRange(0, 2), RegistryOptions{}, &error);
+  ASSERT_NE(registry, nullptr) << error;
+  const uint64_t first = (uint64_t{2} << 40) + 1;
+  Relay relay(*registry, RelayLimits{}, first);
+  ResumeToken token;
+  token.fill(9);
+  ASSERT_TRUE(registry->RestoreSession(1, 1, token));
+  auto target = testing::MakeTarget();
+  const AttachResult attach = registry->Attach(1, std::span<const uint8_t>(token.data(), token.size()), target);
+  ASSERT_TRUE(attach.ok());
+  ASSERT_TRUE(attach.resumed);
+  // The device saw relay id 500 from the previous process.
+  const BeginSessionResult begun = relay.BeginSession(1, attach, /*last_acked=*/500, target);
+  EXPECT_EQ(begun.status, BeginSessionStatus::kOk);
+  const std::vector<uint8_t> payload(16, 0xAB);
+  const SubmitResult submitted = relay.Submit(0, 1, payload, /*job_id=*/3, /*round=*/2);
+  ASSERT_TRUE(Accepted(submitted.result));
+  EXPECT_EQ(submitted.relay_id, first);
+  std::vector<RelayMessage> taken;
+  ASSERT_EQ(relay.Take(1, attach.generation, 10, 1 << 20, &taken), 1u);
+  EXPECT_EQ(taken[0].relay_id, first);
+  EXPECT_EQ(relay.Ack(1, 500).status, AckStatus::kDuplicate);  // an old id: nothing to release
+  EXPECT_EQ(relay.Ack(1, first).status, AckStatus::kAcked);
+}
+
+}  // namespace
+}  // namespace nodefl::server

@@ -33,6 +33,8 @@ WalkInputs WalkInputsFrom(const FedWalkHctRole& hct) {
   in.bin_plan = hct.bin_plan();
   in.bins = hct.parameters().bins;
   in.vertex_count = hct.parameters().vertex_count;
+  in.hct = &hct;
+  in.hct_job_id = hct.job_id();
   return in;
 }
 
@@ -97,7 +99,21 @@ uint32_t FedWalkWalkRole::round() const { return phase_ == Phase::kIdle ? 0 : ro
 
 // ---- Job and rounds ---------------------------------------------------------------
 
+void FedWalkWalkRole::Abandon() {
+  if (phase_ == Phase::kIdle || phase_ == Phase::kDone) return;
+  phase_ = Phase::kIdle;
+  round_ = 0;
+  deadline_pending_ = false;
+  resend_report_ = false;
+  last_report_round_ = 0;
+}
+
 Status FedWalkWalkRole::StartJob(uint64_t job_id, const WalkParameters& params, bool directory) {
+  // Bound to an HCT role's storage that another job has rewritten since:
+  // the tree index and the bin sizes no longer match it.
+  if (inputs_.hct != nullptr && (inputs_.hct->job_id() != inputs_.hct_job_id || !inputs_.hct->finished())) {
+    return Status::FailedPrecondition();
+  }
   // A fresh ephemeral key, and with it a fresh counter below.
   NODEFL_TRY(job_key_.Begin(job_id, ConstByteSpan(params.salt), random_, random_context_));
   job_id_ = job_id;

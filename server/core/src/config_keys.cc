@@ -56,6 +56,9 @@ constexpr std::array kKeys = {
             "exit after this many jobs finished, with status 0 only if all verified (0 = never)"},
     KeySpec{"max_upload_bytes", &C::max_upload_bytes, "largest job upload a device may send"},
     KeySpec{"output_dir", &C::output_dir, "folder for job outputs (tree, codebook, summary); empty = none"},
+    KeySpec{"data_dir", &C::data_dir,
+            "folder for the state kept across server restarts (sessions, resume tokens, job records; "
+            "SQLite); empty = none"},
     KeySpec{"compute_threads", &C::compute_threads, "threads for job math (0 = one per hardware thread)"},
     KeySpec{"threads", &C::threads, "I/O threads, by default one per hardware thread"},
     KeySpec{"log_level", &C::log_level, "debug, info, warn or error"},

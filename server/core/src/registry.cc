@@ -51,6 +51,7 @@ DeviceRegistry::DeviceRegistry(std::vector<uint32_t> device_ids, const RegistryO
     : index_(std::move(device_ids)),
       max_online_(options.max_online),
       tokens_(std::move(tokens)),
+      session_log_(options.session_log),
       slots_(new Slot[index_.size()]) {}
 
 DeviceRegistry::~DeviceRegistry() = default;
@@ -120,6 +121,11 @@ AttachResult DeviceRegistry::Attach(uint32_t device_id, std::span<const uint8_t>
     result.generation = slot.generation;
     result.session = slot.session;
   }
+  if (!result.resumed && session_log_ != nullptr &&
+      !session_log_->SaveSession(device_id, result.session, result.token, &result.save_error)) {
+    result.not_saved = true;
+    sessions_not_saved_.fetch_add(1, std::memory_order_relaxed);
+  }
   attaches_.fetch_add(1, std::memory_order_relaxed);
   if (result.resumed) resumes_.fetch_add(1, std::memory_order_relaxed);
   if (replaced != nullptr) {
@@ -127,6 +133,19 @@ AttachResult DeviceRegistry::Attach(uint32_t device_id, std::span<const uint8_t>
     replaced->RequestClose(CloseReason::kReplaced);
   }
   return result;
+}
+
+bool DeviceRegistry::RestoreSession(uint32_t device_id, uint64_t session, const ResumeToken& token) {
+  const std::optional<size_t> slot_index = index_.SlotOf(device_id);
+  if (!slot_index || session == 0) return false;
+  Slot& slot = slots_[*slot_index];
+  std::lock_guard<std::mutex> lock(StripeFor(*slot_index));
+  if (session > slot.session) {
+    slot.session = session;
+    slot.token = token;
+  }
+  sessions_restored_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 bool DeviceRegistry::Detach(uint32_t device_id, uint64_t generation) {
@@ -229,6 +248,8 @@ RegistryStats DeviceRegistry::Stats() const {
   stats.refused_unknown_device = get(refused_unknown_);
   stats.refused_wrong_token = get(refused_token_);
   stats.refused_server_full = get(refused_full_);
+  stats.sessions_restored = get(sessions_restored_);
+  stats.sessions_not_saved = get(sessions_not_saved_);
   return stats;
 }
 

@@ -58,8 +58,15 @@ RelayLimits RelayLimitsFromConfig(const ServerConfig& config) {
   return limits;
 }
 
-Relay::Relay(const DeviceRegistry& registry, const RelayLimits& limits)
-    : registry_(registry), limits_(limits), slots_(new Slot[registry.index().size()]) {}
+Relay::Relay(const DeviceRegistry& registry, const RelayLimits& limits, uint64_t first_relay_id)
+    : registry_(registry), limits_(limits), slots_(new Slot[registry.index().size()]) {
+  const uint64_t first = first_relay_id == 0 ? 1 : first_relay_id;
+  for (size_t i = 0; i < registry.index().size(); ++i) {
+    slots_[i].next_relay_id = first;
+    slots_[i].highest_delivered = first - 1;
+    slots_[i].acked_through = first - 1;
+  }
+}
 
 Relay::~Relay() = default;
 

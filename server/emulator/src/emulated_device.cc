@@ -760,9 +760,12 @@ void EmulatedDevice::NoteProgress() {
   }
   if (walk_role_) {
     // The walk job needs what the HCT job left on the device: bind it as
-    // soon as that job is done (before the walk job's first message).
-    if (!walk_bound_ && hct_role_->finished()) {
-      walk_bound_ = true;
+    // soon as that job is done (before the walk job's first message), and
+    // again when the server ran the HCT job anew (it started the plan over,
+    // e.g. after a restart): the walk job of the old plan is dropped.
+    if (hct_role_->finished() && hct_role_->job_id() != walk_bound_hct_job_) {
+      walk_bound_hct_job_ = hct_role_->job_id();
+      walk_role_->Abandon();
       const Status bound = walk_role_->Init(fedwalk::WalkInputsFrom(*hct_role_));
       if (!bound.ok()) Fail(std::string("walk role: ") + bound.str());
     }

@@ -525,6 +525,10 @@ asio::awaitable<bool> Connection::HandleHello() {
   }
   attached_ = true;
   generation_ = attached.generation;
+  if (attached.not_saved) {
+    // The device goes on; after a restart it will start a new session.
+    ctx_.log->Warn("session_not_saved", {{"conn", id_}, {"device", device_id_}, {"error", attached.save_error}});
+  }
   const BeginSessionResult begun =
       ctx_.relay->BeginSession(device_id_, attached, hello.last_delivered_relay_id, shared_from_this());
   if (begun.status != BeginSessionStatus::kOk) {

@@ -132,14 +132,27 @@ void JobRunner::StartJob(std::vector<uint32_t> participants) {
 }
 
 void JobRunner::StartStage(std::vector<uint32_t> participants, const jobs::Job* previous) {
-  const uint64_t job_id = current_job_id_ = next_job_id_++;
+  const std::string& stage = stages_.at(stage_);
+  uint64_t job_id = next_job_id_++;
+  if (ctx_.state != nullptr) {
+    // Ids continue across restarts: a device may still hold a job of an
+    // earlier server process, and must not take this one for it.
+    std::string error;
+    if (!ctx_.state->BeginJob(stage, static_cast<uint32_t>(stage_ + 1), &job_id, &error)) {
+      ctx_.log->Error("job_not_started", {{"stage", stage}, {"why", "state not saved: " + error}});
+      job_.reset();
+      previous_job_.reset();
+      EndPlan(false);
+      return;
+    }
+  }
+  current_job_id_ = job_id;
   // Devices announce job keys for this job from its first round on.
   if (ctx_.job_keys != nullptr) ctx_.job_keys->BeginJob(job_id);
   const size_t count = participants.size();
   // A later stage takes its devices from the stage before it (the job
   // knows them; the runner passes none).
   const bool from_previous = previous != nullptr && count == 0;
-  const std::string& stage = stages_.at(stage_);
   std::unique_ptr<jobs::Job> job = jobs::MakeJob(ctx_.config, stage, job_id, std::move(participants), previous);
   previous_job_.reset();
   job_ = std::move(job);
@@ -380,6 +393,12 @@ void JobRunner::FinishJob() {
                                  {"peer_keys_unanswered", ctx_.counters.peer_keys_unanswered.load()},
                                  {"peak_rss_kib", PeakRssKiB()}});
   plan_succeeded_ = plan_succeeded_ && job_->succeeded();
+  if (ctx_.state != nullptr) {
+    std::string error;
+    if (!ctx_.state->EndJob(current_job_id_, job_->succeeded() ? "verified" : "finished", "", &error)) {
+      ctx_.log->Warn("state_not_saved", {{"job", current_job_id_}, {"error", error}});
+    }
+  }
   if (stage_ + 1 < stages_.size()) {
     // The next stage runs on the devices the finished one names.
     ++stage_;

@@ -48,6 +48,10 @@ bool ReadFile(const std::string& path, std::vector<uint8_t>* out, std::string* e
 
 }  // namespace
 
+namespace {
+bool RestoreState(Server::Impl& s, std::string* error);
+}  // namespace
+
 struct Server::Impl {
   ServerConfig config;
   Logger& log;
@@ -64,6 +68,7 @@ struct Server::Impl {
   tls::TlsConfig tls_config;
   PeerCertificateStore certificates;
   JobKeyTable job_keys;
+  std::unique_ptr<store::ServerStateStore> state;  // before the registry, which writes to it
   std::unique_ptr<DeviceRegistry> registry;
   std::unique_ptr<Relay> relay;
   std::unique_ptr<JobRunner> jobs;
@@ -115,6 +120,44 @@ struct Server::Impl {
   }
 };
 
+namespace {
+
+// Sessions an earlier server process handed out, and the jobs it left
+// running (recorded as abandoned: a job does not survive a restart yet,
+// docs/reliability.md).
+bool RestoreState(Server::Impl& s, std::string* error) {
+  std::vector<store::StoredSession> sessions;
+  if (!s.state->LoadSessions(&sessions, error)) {
+    *error = s.state->path() + ": " + *error;
+    return false;
+  }
+  uint64_t restored = 0, unknown = 0;
+  for (const store::StoredSession& session : sessions) {
+    if (s.registry->RestoreSession(session.device_id, session.session, session.token)) {
+      ++restored;
+    } else {
+      ++unknown;  // credentials withdrawn since: that device is refused anyway
+    }
+  }
+  std::vector<store::StoredJob> abandoned;
+  if (!s.state->AbandonInterruptedJobs(&abandoned, error)) {
+    *error = s.state->path() + ": " + *error;
+    return false;
+  }
+  s.log.Info("state_restored", {{"path", s.state->path()},
+                                {"start", s.state->start()},
+                                {"sessions", restored},
+                                {"sessions_of_unknown_devices", unknown},
+                                {"jobs_abandoned", abandoned.size()}});
+  for (const store::StoredJob& job : abandoned) {
+    s.log.Warn("job_abandoned",
+               {{"job", job.job_id}, {"kind", job.kind}, {"stage", job.stage}, {"start", job.start}, {"reason", job.reason}});
+  }
+  return true;
+}
+
+}  // namespace
+
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() = default;
 
@@ -152,9 +195,21 @@ std::unique_ptr<Server> Server::Create(const ServerConfig& config, Logger& log, 
 
   RegistryOptions registry_options;
   registry_options.max_online = config.max_devices;
+  if (!config.data_dir.empty()) {
+    s.state = store::ServerStateStore::Open(config.data_dir, error);
+    if (!s.state) {
+      *error = "data_dir: " + *error;
+      return nullptr;
+    }
+    registry_options.session_log = s.state.get();
+  }
   s.registry = DeviceRegistry::Create(s.certificates.Ids(), registry_options, error);
   if (!s.registry) return nullptr;
-  s.relay = std::make_unique<Relay>(*s.registry, RelayLimitsFromConfig(config));
+  // Relay ids of a restarted server start above any an earlier process
+  // handed out (relay.h).
+  const uint64_t first_relay_id = s.state ? (s.state->start() << 40) + 1 : 1;
+  s.relay = std::make_unique<Relay>(*s.registry, RelayLimitsFromConfig(config), first_relay_id);
+  if (s.state && !RestoreState(s, error)) return nullptr;
 
   s.context.config = config;
   s.context.log = &log;
@@ -163,6 +218,7 @@ std::unique_ptr<Server> Server::Create(const ServerConfig& config, Logger& log, 
   s.context.relay = s.relay.get();
   s.context.certificates = &s.certificates;
   s.context.job_keys = &s.job_keys;
+  s.context.state = s.state.get();
 
   if (config.job != "none") {
     Impl* raw = &s;

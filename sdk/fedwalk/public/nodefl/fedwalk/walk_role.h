@@ -142,6 +142,13 @@ struct WalkInputs {
   ConstByteSpan bin_plan;                    // vertex_count bytes (empty: no predictor)
   uint8_t bins = 0;
   uint32_t vertex_count = 0;
+  // The HCT role whose storage the spans above point into, and the job
+  // that filled it (WalkInputsFrom sets both; nullptr: inputs the caller
+  // owns). That role running another job rewrites the storage under the
+  // spans: a walk job then refuses to start (kFailedPrecondition) until
+  // the new results are bound (Init).
+  const FedWalkHctRole* hct = nullptr;
+  uint64_t hct_job_id = 0;
 };
 // The inputs of a finished HCT role (its storage must outlive the walk job).
 WalkInputs WalkInputsFrom(const FedWalkHctRole& hct);
@@ -190,6 +197,12 @@ class FedWalkWalkRole final : public device::Role {
   // checks, or storage too small for its index, leaves the predictor off
   // (tree_indexed() is false) rather than failing.
   Status Init(const WalkInputs& inputs);
+  // Drops the job in progress, if any, and returns to idle: its held walks
+  // are gone (the server counts them lost), its later messages are
+  // refused. For a device whose server started the FedWalk plan over (an
+  // HCT job ran again, e.g. after a server restart): Abandon, then Init
+  // with the new results, before the new walk job starts.
+  void Abandon();
 
   nodefl_wire_JobKind kind() const override { return nodefl_wire_JobKind_JOB_KIND_FEDWALK_WALKS; }
   Status OnMessage(const nodefl_wire_Envelope& message, device::DeviceSession& session) override;

@@ -332,7 +332,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   // Walk role and its storage (bound to the HCT results once those exist).
   fedwalk::WalkArenaStorage walk_storage_;
   std::unique_ptr<fedwalk::FedWalkWalkRole> walk_role_;
-  bool walk_bound_ = false;
+  uint64_t walk_bound_hct_job_ = 0;  // the HCT job whose results the walk role holds (0: none)
   fedwalk::FedWalkWalkRole::Stats walk_reported_{};
   uint32_t hct_reported_failures_ = 0;
   // Strict FedWalk: one cell per cluster (the job's vertex count, at most

@@ -90,6 +90,10 @@ struct ServerConfig {
   uint32_t max_upload_bytes = 8u << 20;
   // Where jobs write their artefacts (tree, codebook, summary); empty: none.
   std::string output_dir;
+  // Where the server keeps what must outlive its process (sessions and
+  // resume tokens, job records, the restart count: server/store); empty:
+  // nothing, and a restarted server knows no device's session.
+  std::string data_dir;
   // Threads for heavy job math (dissimilarities, clustering); 0: one per
   // hardware thread.
   uint32_t compute_threads = 0;

@@ -36,6 +36,15 @@
 // Detach(device, generation) only detaches if that generation is current,
 // so a replaced connection closing late cannot knock out its successor.
 //
+// Restarts. With a SessionLog (RegistryOptions::session_log: the server's
+// state store, nodefl/server/store/state_store.h) every new session is
+// written there before Attach returns, that is before the Welcome that
+// hands its token out; a restarted server calls RestoreSession for each
+// before it accepts connections, so a device presenting its token resumes
+// its session (resumed=true). A write that fails is counted
+// (sessions_not_saved) and the attach goes on: that device starts a new
+// session after a restart, as if it had lost its token.
+//
 // Threading. All methods are thread-safe. Per-device state sits in flat
 // arrays guarded by 64 striped mutexes (device slot % 64); counters and
 // last-seen are relaxed atomics updated without locks. Critical sections
@@ -82,6 +91,10 @@ struct AttachResult {
   uint64_t session = 0;     // session number (1, 2, ... per device); pass to Relay::BeginSession
 
   bool ok() const { return status == AttachStatus::kAttached; }
+  // A new session the SessionLog could not write (the reason in
+  // save_error): the device starts afresh if the server restarts.
+  bool not_saved = false;
+  std::string save_error;
 };
 
 struct DeviceSnapshot {
@@ -109,11 +122,22 @@ struct RegistryStats {
   uint64_t refused_unknown_device = 0;
   uint64_t refused_wrong_token = 0;
   uint64_t refused_server_full = 0;
+  uint64_t sessions_restored = 0;   // RestoreSession, at start-up
+  uint64_t sessions_not_saved = 0;  // the SessionLog refused a new session
+};
+
+// Where new sessions are written so that they outlive the server process.
+// Called outside the registry's locks, from the attaching connection.
+class SessionLog {
+ public:
+  virtual ~SessionLog() = default;
+  virtual bool SaveSession(uint32_t device_id, uint64_t session, const ResumeToken& token, std::string* error) = 0;
 };
 
 struct RegistryOptions {
   uint32_t max_online = 10000;  // ServerConfig::max_devices
   std::string token_personalization = "nodefl-server resume tokens";
+  SessionLog* session_log = nullptr;  // not owned; nullptr: sessions end with the process
 };
 
 class DeviceRegistry {
@@ -128,6 +152,11 @@ class DeviceRegistry {
   // See the table above. `presented_token` is Hello.resume_token (may be empty).
   AttachResult Attach(uint32_t device_id, std::span<const uint8_t> presented_token,
                       std::shared_ptr<DeliveryTarget> target);
+
+  // Before the first Attach: a session a previous server process handed
+  // out (ServerStateStore::LoadSessions). False for an unknown device or a
+  // session number of 0; a lower number than the one held changes nothing.
+  bool RestoreSession(uint32_t device_id, uint64_t session, const ResumeToken& token);
 
   // Marks the device offline if `generation` is its current connection.
   // Returns false (and changes nothing) for a replaced or unknown connection.
@@ -172,6 +201,7 @@ class DeviceRegistry {
   const DeviceIndex index_;
   const uint32_t max_online_;
   std::unique_ptr<TokenGenerator> tokens_;
+  SessionLog* const session_log_;
   std::unique_ptr<Slot[]> slots_;
   mutable std::array<Stripe, kStripes> stripes_;
 
@@ -185,6 +215,8 @@ class DeviceRegistry {
   std::atomic<uint64_t> refused_unknown_{0};
   std::atomic<uint64_t> refused_token_{0};
   std::atomic<uint64_t> refused_full_{0};
+  std::atomic<uint64_t> sessions_restored_{0};
+  std::atomic<uint64_t> sessions_not_saved_{0};
 };
 
 }  // namespace nodefl::server

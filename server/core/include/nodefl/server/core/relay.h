@@ -200,7 +200,12 @@ struct RelayStats {
 class Relay {
  public:
   // `registry` must outlive the relay (for ids and session numbers).
-  Relay(const DeviceRegistry& registry, const RelayLimits& limits);
+  // `first_relay_id`: the id of each destination's first message. A server
+  // restarted on its state store passes a number above any an earlier
+  // process handed out (server start << 40, +1): a device drops a delivery
+  // whose id it has seen, and acknowledges (Hello.last_delivered_relay_id)
+  // ids the new process never issued, which count as delivered before it.
+  Relay(const DeviceRegistry& registry, const RelayLimits& limits, uint64_t first_relay_id = 1);
   ~Relay();
   Relay(const Relay&) = delete;
   Relay& operator=(const Relay&) = delete;

@@ -18,6 +18,7 @@
 #include "nodefl/server/net/relay_room.h"
 #include "nodefl/server/core/registry.h"
 #include "nodefl/server/core/relay.h"
+#include "nodefl/server/store/state_store.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/protocol/envelope.pb.h"
 
@@ -72,6 +73,9 @@ struct ServerContext {
   // Devices' announced job keys (may be null: answers carry none).
   JobKeyTable* job_keys = nullptr;
   JobSink* jobs = nullptr;
+  // The state kept across restarts (ServerConfig::data_dir); null without
+  // one.
+  store::ServerStateStore* state = nullptr;
   // Wakes senders held back by a full relay queue when room appears.
   RelayRoom relay_room;
   ServerCounters counters;

@@ -1,0 +1,102 @@
+// Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
+//
+// ServerStateStore: what nodefl-server keeps across its own restarts, in
+// one SQLite file under the server's data directory (ServerConfig::
+// data_dir), <data_dir>/server-state.sqlite.
+//
+// Durability. The file is in WAL mode with synchronous=NORMAL: a committed
+// write is in the write-ahead log, in the operating system's cache, before
+// the call returns, so it survives the server being killed (kill -9, a
+// crash); a power loss may take the last commits (synchronous=FULL would
+// fsync each one, some milliseconds apiece). The file is held exclusively
+// (locking_mode=EXCLUSIVE): a second server on the same directory is
+// refused at Open, and nothing else may write it while the server runs.
+//
+// What it holds (schema version 1, docs/reliability.md "Server restarts"):
+//   meta      schema_version; starts (how many times a server opened this
+//             directory: the restart number, which numbers relay messages
+//             and jobs so that nothing a device saw before is reused);
+//             next_job_id
+//   sessions  per device its session number and resume token, written
+//             before the Welcome that hands the token out, so a device
+//             resumes its session on the restarted server
+//   jobs      every job started: id, kind, stage, state (running,
+//             finished, verified, abandoned) and the reason; a job still
+//             "running" when a server starts was cut off by a restart, and
+//             is recorded as abandoned
+//
+// Thread-safe: every method takes the store's mutex.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nodefl/server/core/registry.h"
+#include "nodefl/server/core/resume_token.h"
+#include "nodefl/server/store/sqlite.h"
+
+namespace nodefl::server::store {
+
+inline constexpr int kSchemaVersion = 1;
+inline constexpr const char* kStateFileName = "server-state.sqlite";
+
+struct StoredSession {
+  uint32_t device_id = 0;
+  uint64_t session = 0;
+  ResumeToken token{};
+};
+
+struct StoredJob {
+  uint64_t job_id = 0;
+  std::string kind;
+  uint32_t stage = 0;
+  std::string state;  // running, finished, verified, abandoned
+  std::string reason;
+  uint64_t start = 0;  // the server start (meta starts) that ran it
+};
+
+class ServerStateStore final : public SessionLog {
+ public:
+  // Opens (creating the directory's file if needed) and counts this start.
+  // nullptr with `*error` set if the directory is not writable, the file is
+  // not a nodefl state file of this schema, or another server holds it.
+  static std::unique_ptr<ServerStateStore> Open(const std::string& data_dir, std::string* error);
+  ~ServerStateStore() override;
+  ServerStateStore(const ServerStateStore&) = delete;
+  ServerStateStore& operator=(const ServerStateStore&) = delete;
+
+  // 1 the first time a server opens the directory, then 2, 3, ...
+  uint64_t start() const { return start_; }
+  const std::string& path() const { return db_.path(); }
+
+  bool LoadSessions(std::vector<StoredSession>* out, std::string* error);
+  // SessionLog: keeps the higher session number when two race.
+  bool SaveSession(uint32_t device_id, uint64_t session, const ResumeToken& token, std::string* error) override;
+
+  // Job ids continue across restarts: a restarted server never reuses an id
+  // a device may still hold. Records the job as running.
+  bool BeginJob(std::string_view kind, uint32_t stage, uint64_t* job_id, std::string* error);
+  // state: finished, verified or abandoned.
+  bool EndJob(uint64_t job_id, std::string_view state, std::string_view reason, std::string* error);
+  // Jobs of earlier starts still recorded as running: each is marked
+  // abandoned ("server restart") and returned. Called once, at start-up.
+  bool AbandonInterruptedJobs(std::vector<StoredJob>* abandoned, std::string* error);
+  bool LoadJobs(std::vector<StoredJob>* out, std::string* error);
+
+ private:
+  ServerStateStore() = default;
+  bool Initialise(std::string* error);
+  bool ReadMeta(std::string_view key, int64_t* value, bool* found, std::string* error);
+  bool WriteMeta(std::string_view key, int64_t value, std::string* error);
+
+  std::mutex mutex_;
+  Database db_;
+  Statement save_session_;
+  uint64_t start_ = 0;
+};
+
+}  // namespace nodefl::server::store

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# A server killed with SIGKILL in the middle of a job and started again on
+# the same data directory (--data_dir, server/store): every device resumes
+# its session with its resume token, the interrupted job is recorded as
+# abandoned (cause "server restart") and the job plan runs again under new
+# job ids to a verified end, with the devices' accounting of it complete.
+#
+# Usage: server_restart_tls.sh BUILD_DIR DATASETS_DIR OUT_DIR JOB
+#   JOB: fedwalk (killed in the walk phase) or secure-compare (killed while
+#   the comparison sessions run)
+# Prints what it checks; exit status 0 when every check passed, 1 when one
+# failed, 2 for bad arguments.
+set -euo pipefail
+
+[[ $# -eq 4 ]] || { echo "usage: $0 BUILD_DIR DATASETS_DIR OUT_DIR fedwalk|secure-compare" >&2; exit 2; }
+build=$1
+datasets=$2
+out=$3
+job=$4
+bin=$build/bin
+graph=$datasets/karate
+[[ -f $graph/edges.tsv ]] || { echo "$0: no karate in $datasets" >&2; exit 2; }
+for tool in nodefl-server nodefl-emulate nodefl-ca; do
+  [[ -x $bin/$tool ]] || { echo "$0: $bin/$tool not built" >&2; exit 2; }
+done
+case $job in
+  fedwalk)
+    # Enough walks that the phase lasts past the kill; paper mode walks
+    # from device to device through the relay.
+    job_args=(--job fedwalk --fedwalk_mode paper --fedwalk_walks_per_vertex 40)
+    emulator_args=(--job fedwalk --fedwalk-mode paper --unlimited-budget)
+    interrupted=fedwalk-walks ;;
+  secure-compare)
+    job_args=(--job secure-compare --compare_mode base)
+    emulator_args=(--job secure-compare)
+    interrupted=secure-compare ;;
+  *) echo "$0: JOB is fedwalk or secure-compare, not '$job'" >&2; exit 2 ;;
+esac
+
+rm -rf "$out"
+mkdir -p "$out"
+n=34
+pki=$out/pki
+$bin/nodefl-ca init --dir "$pki" >/dev/null
+$bin/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null
+$bin/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null
+
+server_pid=
+emulator_pid=
+cleanup() {
+  [[ -n $server_pid ]] && kill -9 "$server_pid" 2>/dev/null || true
+  [[ -n $emulator_pid ]] && kill "$emulator_pid" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+port=$((20000 + RANDOM % 20000))
+start_server() {  # LOG
+  $bin/nodefl-server --tls_ca_cert "$pki/ca.crt" --tls_server_cert "$pki/server.crt" \
+    --tls_server_key "$pki/server.key" --credentials_dir "$pki/devices" --listen_port "$port" \
+    --max_devices $((n + 10)) --exit_after_jobs 1 --data_dir "$out/state" --output_dir "$out/outputs" \
+    --idle_timeout_ms 600000 --heartbeat_interval_ms 60000 "${job_args[@]}" >/dev/null 2>"$1" &
+  server_pid=$!
+  for _ in $(seq 100); do grep -q 'event=listening' "$1" 2>/dev/null && return 0; sleep 0.1; done
+  echo "$0: the server did not start:" >&2
+  cat "$1" >&2
+  exit 1
+}
+# wait_for PATTERN FILE SECONDS
+wait_for() {
+  for _ in $(seq $(($3 * 10))); do grep -qE "$1" "$2" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+
+start_server "$out/server1.log"
+$bin/nodefl-emulate --graph "$graph" --bundle "$pki/devices/devices.bundle" --server "127.0.0.1:$port" \
+  "${emulator_args[@]}" --threads 2 --timeout 600 >"$out/emulator.txt" 2>"$out/emulator.log" &
+emulator_pid=$!
+# The kill comes half a second into round 2 of the interrupted job: the
+# walks, or the comparison sessions.
+started="event=job_started .*kind=$interrupted "
+wait_for "$started" "$out/server1.log" 120 || { echo "FAIL: the $interrupted job never started"; exit 1; }
+id=$(grep -E "$started" "$out/server1.log" | head -1 | grep -o ' job=[0-9]*' | cut -d= -f2)
+wait_for "event=job_round job=$id round=2 " "$out/server1.log" 120 ||
+  { echo "FAIL: the $interrupted job (job $id) never reached round 2"; exit 1; }
+sleep 0.5
+kill -9 "$server_pid"
+wait "$server_pid" 2>/dev/null || true
+server_pid=
+echo "killed the server (SIGKILL) in round 2 of job $id ($interrupted)"
+if grep -qE "event=job_finished .*kind=$interrupted " "$out/server1.log"; then
+  echo "FAIL: the $interrupted job had finished before the kill: the test did not interrupt it"
+  exit 1
+fi
+
+start_server "$out/server2.log"
+emulator_status=0
+wait "$emulator_pid" || emulator_status=$?
+emulator_pid=
+server_status=0
+for _ in $(seq 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+wait "$server_pid" || server_status=$?
+server_pid=
+
+failed=0
+check() {  # DESCRIPTION COMMAND...
+  local what=$1
+  shift
+  if "$@"; then echo "ok:   $what"; else echo "FAIL: $what"; failed=1; fi
+}
+field() {  # EVENT_REGEX FIELD: the first value of FIELD on a matching line of server2.log
+  grep -E "$1" "$out/server2.log" | head -1 | grep -o " $2=[^ ]*" | head -1 | cut -d= -f2- | tr -d '"'
+}
+check "the restarted server read its state: $n sessions, one job abandoned" \
+  test "$(field 'event=state_restored' sessions)/$(field 'event=state_restored' jobs_abandoned)" = "$n/1"
+check "the abandoned job is the interrupted $interrupted job, cause server restart" \
+  grep -qE "event=job_abandoned .*kind=$interrupted .*reason=\"?server restart" "$out/server2.log"
+check "every device resumed its session (no new session)" \
+  test "$(field 'event=stopped' resumes)" -ge "$n"
+check "the restarted server exited 0 (every job of the plan verified)" test "$server_status" = 0
+check "the emulator exited 0 (every device finished)" test "$emulator_status" = 0
+first_id=$(grep -E 'event=job_started' "$out/server1.log" | tail -1 | grep -o ' job=[0-9]*' | cut -d= -f2)
+second_id=$(field 'event=job_started' job)
+check "job ids continue across the restart ($first_id, then $second_id)" test "${second_id:-0}" -gt "${first_id:-0}"
+case $job in
+  fedwalk)
+    line=$(grep -E "event=job_finished .*kind=fedwalk-walks " "$out/server2.log" | head -1)
+    get() { grep -o " $1=[^ ]*" <<<"$line" | head -1 | cut -d= -f2; }
+    check "every walk slot of the new run accounted: completed + dead ends + lost = slots" \
+      test "$(($(get completed) + $(get dead_ends) + $(get lost)))" = "$(get walk_slots)"
+    check "the new run's walks completed ($(get completed) of $(get walk_slots))" test "$(get completed)" -gt 0 ;;
+  secure-compare)
+    line=$(grep -E "event=job_finished .*kind=secure-compare " "$out/server2.log" | head -1)
+    get() { grep -o " $1=[^ ]*" <<<"$line" | head -1 | cut -d= -f2; }
+    check "every comparison of the new run settled: done + aborted = sessions" \
+      test "$(($(get done) + $(get aborted)))" = "$(get sessions)"
+    check "no comparison of the new run aborted" test "$(get aborted)" = 0 ;;
+esac
+if ((failed)); then
+  echo "server logs: $out/server1.log $out/server2.log; devices: $out/emulator.txt"
+  echo "server restart ($job): FAIL"
+  exit 1
+fi
+echo "server restart ($job): PASS"
