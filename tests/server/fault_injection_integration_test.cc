@@ -305,17 +305,22 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
               aborted)
         << log;
     if (c.only_cuts()) {
-      // What a cut connection swallowed mostly comes back after the
-      // resume: kept sends and uploads from the devices, relay deliveries,
-      // and the round's start and session records from the server.
-      // Sessions of a party that was away when the server looked abort as
-      // offline (they are not run again, docs/reliability.md). Few wait
-      // out their deadline: measured on karate, 0-4 of 78 (0 in most
-      // runs) against 10-15 when the server resent round starts without
-      // their session records; the cause of the rest is not known yet.
+      // What a cut connection swallowed comes back after the resume: kept
+      // sends and uploads from the devices, relay deliveries, and the
+      // round's start and session records from the server, including
+      // records made while the device was between connections (held for
+      // it, not reported undeliverable). Measured on karate: no session
+      // aborted in 12 runs alone; with two other fault tests beside it, 6
+      // of 78 waited out their 4 s deadline in one run of three (a loaded
+      // 2-core machine). Before records were held, 2-10 of 78 aborted as
+      // offline (a party between connections when its session began) on
+      // top of those; and 10-15 waited out their deadline when round
+      // starts were resent without their session records.
       const auto reconnects = LastLine(log, "job_reconnects");
       EXPECT_GT(Number(reconnects, "records_resent"), 0u) << log;
-      EXPECT_LE(Number(s, "aborted_deadline") + Number(s, "aborted_round_ended"), Number(s, "sessions") / 10) << log;
+      EXPECT_LE(Number(s, "aborted_deadline") + Number(s, "aborted_round_ended") + Number(s, "aborted_offline"),
+                Number(s, "sessions") / 10)
+          << log;
     }
     EXPECT_EQ(Number(s, "aborted_disagreement"), 0u) << "the two parties of a session never disagree";
     EXPECT_EQ(s.at("verified") == "true", aborted == 0 && Number(s, "missed_round3") == 0) << log;

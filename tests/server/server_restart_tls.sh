@@ -26,8 +26,10 @@ done
 case $job in
   fedwalk)
     # Enough walks that the phase lasts past the kill; paper mode walks
-    # from device to device through the relay.
-    job_args=(--job fedwalk --fedwalk_mode paper --fedwalk_walks_per_vertex 40)
+    # from device to device through the relay. A long stall window: on a
+    # loaded machine a walk may wait seconds for a hop, and this test is
+    # about the restart, not about stalls.
+    job_args=(--job fedwalk --fedwalk_mode paper --fedwalk_walks_per_vertex 40 --fedwalk_walk_stall_floor_ms 60000)
     emulator_args=(--job fedwalk --fedwalk-mode paper --unlimited-budget)
     interrupted=fedwalk-walks ;;
   secure-compare)
@@ -53,17 +55,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$((20000 + RANDOM % 20000))
+# Below Linux's ephemeral range (32768 and up), so that no outgoing
+# connection holds the port when the server comes back on it.
+port=$((20000 + RANDOM % 12000))
 start_server() {  # LOG
   $bin/nodefl-server --tls_ca_cert "$pki/ca.crt" --tls_server_cert "$pki/server.crt" \
     --tls_server_key "$pki/server.key" --credentials_dir "$pki/devices" --listen_port "$port" \
     --max_devices $((n + 10)) --exit_after_jobs 1 --data_dir "$out/state" --output_dir "$out/outputs" \
     --idle_timeout_ms 600000 --heartbeat_interval_ms 60000 "${job_args[@]}" >/dev/null 2>"$1" &
   server_pid=$!
-  for _ in $(seq 100); do grep -q 'event=listening' "$1" 2>/dev/null && return 0; sleep 0.1; done
-  echo "$0: the server did not start:" >&2
-  cat "$1" >&2
-  exit 1
+  for _ in $(seq 100); do
+    grep -q 'event=listening' "$1" 2>/dev/null && return 0
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  return 1
 }
 # wait_for PATTERN FILE SECONDS
 wait_for() {
@@ -71,7 +77,14 @@ wait_for() {
   return 1
 }
 
-start_server "$out/server1.log"
+# The first start takes another port if this one is taken.
+for _ in 1 2 3 4 5; do
+  start_server "$out/server1.log" && break
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=
+  port=$((20000 + RANDOM % 12000))
+done
+[[ -n $server_pid ]] || { echo "FAIL: the server did not start:"; cat "$out/server1.log"; exit 1; }
 $bin/nodefl-emulate --graph "$graph" --bundle "$pki/devices/devices.bundle" --server "127.0.0.1:$port" \
   "${emulator_args[@]}" --threads 2 --timeout 600 >"$out/emulator.txt" 2>"$out/emulator.log" &
 emulator_pid=$!
@@ -92,7 +105,7 @@ if grep -qE "event=job_finished .*kind=$interrupted " "$out/server1.log"; then
   exit 1
 fi
 
-start_server "$out/server2.log"
+start_server "$out/server2.log" || { echo "FAIL: the server did not start again:"; cat "$out/server2.log"; exit 1; }
 emulator_status=0
 wait "$emulator_pid" || emulator_status=$?
 emulator_pid=
@@ -136,6 +149,9 @@ case $job in
     check "no comparison of the new run aborted" test "$(get aborted)" = 0 ;;
 esac
 if ((failed)); then
+  grep -E 'event=(state_restored|job_abandoned|job_started|job_finished|job_reconnects|stopped)|level=error' \
+    "$out/server2.log" | cut -c1-400 || true
+  tail -n 8 "$out/emulator.txt" || true
   echo "server logs: $out/server1.log $out/server2.log; devices: $out/emulator.txt"
   echo "server restart ($job): FAIL"
   exit 1

@@ -742,6 +742,20 @@ std::string EmulatedDevice::PumpError(const char* what, Status status) const {
 }
 
 void EmulatedDevice::NoteProgress() {
+  {
+    const device::DeviceSession::Counters& now = session_->counters();
+    device::DeviceSession::Counters& was = session_reported_;
+    const auto add = [](uint64_t current, uint64_t& reported, std::atomic<uint64_t>& total) {
+      if (current > reported) total.fetch_add(current - reported);
+      reported = current;
+    };
+    add(now.sends_kept, was.sends_kept, fleet_.stats->sends_kept);
+    add(now.sends_resent, was.sends_resent, fleet_.stats->sends_resent);
+    add(now.sends_unkept, was.sends_unkept, fleet_.stats->sends_unkept);
+    add(now.sends_forgotten, was.sends_forgotten, fleet_.stats->sends_forgotten);
+    add(now.records_repeated, was.records_repeated, fleet_.stats->records_repeated);
+    add(now.relay_duplicates, was.relay_duplicates, fleet_.stats->relay_duplicates);
+  }
   const auto& s = role_->stats();
   if (s.sent < reported_.sent || s.received < reported_.received) reported_ = {};  // a new job began
   fleet_.stats->sealed_sent.fetch_add(s.sent - reported_.sent);

@@ -771,6 +771,16 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(received), static_cast<unsigned long long>(duplicates),
                 static_cast<unsigned long long>(rejected));
   }
+  if (faulty || stats.reconnects.load() != 0) {
+    std::printf("sessions: sends kept %llu, written again after a resume %llu, sent unkept (no room) %llu, "
+                "forgotten with a fresh session %llu; job records seen again %llu, relay re-deliveries skipped %llu\n",
+                static_cast<unsigned long long>(stats.sends_kept.load()),
+                static_cast<unsigned long long>(stats.sends_resent.load()),
+                static_cast<unsigned long long>(stats.sends_unkept.load()),
+                static_cast<unsigned long long>(stats.sends_forgotten.load()),
+                static_cast<unsigned long long>(stats.records_repeated.load()),
+                static_cast<unsigned long long>(stats.relay_duplicates.load()));
+  }
   if (faulty) {
     std::printf("faults: %s\n"
                 "         killed %llu (for good %llu, revived %llu, finished before their kill %llu), slow-device "

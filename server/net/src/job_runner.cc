@@ -181,6 +181,7 @@ void JobRunner::Dispatch(std::vector<jobs::RoundStart> starts) {
     for (jobs::DeviceData& d : data) {
       auto target = ctx_.registry->CurrentTarget(d.device);
       if (!target) {
+        if (HoldRecord(d)) continue;
         job_->OnDataUndeliverable(d, NowMicros());
         continue;
       }
@@ -354,6 +355,18 @@ void JobRunner::WatchUnreportedDevices() {
   }
 }
 
+bool JobRunner::HoldRecord(jobs::DeviceData& d) {
+  if (ctx_.config.offline_grace_ms == 0) return false;  // nobody would give up on it
+  auto sent = sent_starts_.find(d.device);
+  if (sent == sent_starts_.end() || !sent->second.resendable || sent->second.round != d.round) return false;
+  SentStart& round = sent->second;
+  if (round.record_bytes + d.bytes.size() > kMaxKeptRecordBytes) return false;
+  round.record_bytes += d.bytes.size();
+  round.records.push_back(KeptRecord{++last_record_id_[d.device], d.kind, std::move(d.bytes)});
+  ++records_held_;
+  return true;
+}
+
 void JobRunner::ResendRound(uint32_t device, SentStart& sent, uint64_t generation,
                             const std::shared_ptr<DeliveryTarget>& target) {
   // What is left of the round's device deadline.
@@ -371,16 +384,18 @@ void JobRunner::ResendRound(uint32_t device, SentStart& sent, uint64_t generatio
 
 void JobRunner::FinishJob() {
   if (ctx_.job_keys != nullptr) ctx_.job_keys->EndJob(current_job_id_);
-  if (starts_resent_ != 0 || devices_gone_ != 0) {
+  if (starts_resent_ != 0 || devices_gone_ != 0 || records_held_ != 0) {
     ctx_.log->Info("job_reconnects", {{"job", current_job_id_},
                                       {"starts_resent", starts_resent_},
                                       {"records_resent", records_resent_},
+                                      {"records_held", records_held_},
                                       {"devices_gone", devices_gone_}});
   }
   sent_starts_.clear();
   last_record_id_.clear();
   starts_resent_ = 0;
   records_resent_ = 0;
+  records_held_ = 0;
   devices_gone_ = 0;
   job_->LogSummary(*ctx_.log, current_job_id_);
   ctx_.log->Info("job_traffic", {{"job", current_job_id_},

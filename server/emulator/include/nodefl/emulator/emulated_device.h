@@ -61,6 +61,14 @@ struct FleetStats {
   std::atomic<uint64_t> connected{0};       // handshake done, at some point
   std::atomic<uint64_t> reconnects{0};
   std::atomic<uint64_t> connect_failures{0};
+  // The devices' sessions (DeviceSession::Counters, summed): what they kept
+  // for a resume and what a resume brought back.
+  std::atomic<uint64_t> sends_kept{0};
+  std::atomic<uint64_t> sends_resent{0};
+  std::atomic<uint64_t> sends_unkept{0};
+  std::atomic<uint64_t> sends_forgotten{0};
+  std::atomic<uint64_t> records_repeated{0};
+  std::atomic<uint64_t> relay_duplicates{0};
   std::atomic<uint64_t> failed{0};          // gave up
   std::atomic<uint64_t> finished{0};        // role reported round 2
   std::atomic<uint64_t> sealed_sent{0};
@@ -334,6 +342,7 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   std::unique_ptr<fedwalk::FedWalkWalkRole> walk_role_;
   uint64_t walk_bound_hct_job_ = 0;  // the HCT job whose results the walk role holds (0: none)
   fedwalk::FedWalkWalkRole::Stats walk_reported_{};
+  device::DeviceSession::Counters session_reported_{};
   uint32_t hct_reported_failures_ = 0;
   // Strict FedWalk: one cell per cluster (the job's vertex count, at most
   // 65535) and the neighbours' clusters, in arena_buffer_.

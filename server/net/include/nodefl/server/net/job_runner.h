@@ -105,6 +105,14 @@ class JobRunner final : public JobSink {
   std::map<uint32_t, SentStart> sent_starts_;
   std::map<uint32_t, uint64_t> last_record_id_;  // this job: per device
   uint64_t records_resent_ = 0;                  // this job
+  // A record for a device between connections, in a round whose start it
+  // will get again when it is back: kept with the round's records instead
+  // of being reported undeliverable (a cut connection would otherwise
+  // abort its comparison sessions as offline). False when it cannot be
+  // kept (no such round, over kMaxKeptRecordBytes, or offline_grace_ms 0:
+  // nothing would give up on the device); the job is then told.
+  bool HoldRecord(jobs::DeviceData& d);
+  uint64_t records_held_ = 0;  // this job
   // Sends `device`'s unreported round start again on its current
   // connection, then the round's records.
   void ResendRound(uint32_t device, SentStart& sent, uint64_t generation, const std::shared_ptr<DeliveryTarget>& target);
