@@ -24,7 +24,7 @@ size_t UnackedSends::EntryBytes(size_t at) const {
 bool UnackedSends::Keep(const nodefl_wire_Envelope& message, bool sent) {
   if (!Keepable(message)) return false;
   const bool relay = message.which_body == nodefl_wire_Envelope_relay_send_tag;
-  const uint64_t send_id = relay ? message.body.relay_send.send_id : message.body.job_data.send_id;
+  const uint64_t send_id = SendId(message);
   const size_t payload = PayloadBytes(message);
   const size_t need = kHeaderBytes + payload;
   if (!enabled() || memory_.size() - size_ < need || send_id <= last_id_) return false;

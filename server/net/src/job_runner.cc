@@ -186,22 +186,15 @@ void JobRunner::Dispatch(std::vector<jobs::RoundStart> starts) {
         continue;
       }
       const uint64_t id = ++last_record_id_[d.device];
-      auto sent = sent_starts_.find(d.device);
-      if (sent != sent_starts_.end() && sent->second.resendable && sent->second.round == d.round) {
+      if (SentStart* round = ResendableRound(d.device, d.round)) {
         // A device back on a new connection that the resend check has not
         // seen yet gets the round's start and earlier records first: it
         // takes records in order and drops any numbered below one it has.
         const auto snap = ctx_.registry->Snapshot(d.device);
-        if (snap && snap->online && snap->generation != sent->second.generation) {
-          ResendRound(d.device, sent->second, snap->generation, target);
+        if (snap && snap->online && snap->generation != round->generation) {
+          ResendRound(d.device, *round, snap->generation, target);
         }
-        SentStart& round = sent->second;
-        round.record_bytes += d.bytes.size();
-        if (round.record_bytes <= kMaxKeptRecordBytes) {
-          round.records.push_back(KeptRecord{id, d.kind, d.bytes});
-        } else if (!round.records.empty()) {
-          std::vector<KeptRecord>().swap(round.records);  // over the bound: none kept
-        }
+        KeepRecord(*round, KeptRecord{id, d.kind, d.bytes});
       }
       std::static_pointer_cast<Connection>(target)->SendJobData(current_job_id_, d.round, d.kind, std::move(d.bytes),
                                                                 id);
@@ -355,14 +348,28 @@ void JobRunner::WatchUnreportedDevices() {
   }
 }
 
+JobRunner::SentStart* JobRunner::ResendableRound(uint32_t device, uint32_t round) {
+  auto sent = sent_starts_.find(device);
+  if (sent == sent_starts_.end() || !sent->second.resendable || sent->second.round != round) return nullptr;
+  return &sent->second;
+}
+
+void JobRunner::KeepRecord(SentStart& round, KeptRecord record) {
+  round.record_bytes += record.bytes.size();
+  if (round.record_bytes <= kMaxKeptRecordBytes) {
+    round.records.push_back(std::move(record));
+  } else if (!round.records.empty()) {
+    std::vector<KeptRecord>().swap(round.records);  // over the bound: none kept
+  }
+}
+
 bool JobRunner::HoldRecord(jobs::DeviceData& d) {
   if (ctx_.config.offline_grace_ms == 0) return false;  // nobody would give up on it
-  auto sent = sent_starts_.find(d.device);
-  if (sent == sent_starts_.end() || !sent->second.resendable || sent->second.round != d.round) return false;
-  SentStart& round = sent->second;
-  if (round.record_bytes + d.bytes.size() > kMaxKeptRecordBytes) return false;
-  round.record_bytes += d.bytes.size();
-  round.records.push_back(KeptRecord{++last_record_id_[d.device], d.kind, std::move(d.bytes)});
+  SentStart* round = ResendableRound(d.device, d.round);
+  // Never past the bound: that would drop the round's kept records, held
+  // ones among them, which were never sent.
+  if (round == nullptr || round->record_bytes + d.bytes.size() > kMaxKeptRecordBytes) return false;
+  KeepRecord(*round, KeptRecord{++last_record_id_[d.device], d.kind, std::move(d.bytes)});
   ++records_held_;
   return true;
 }

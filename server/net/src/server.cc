@@ -48,10 +48,6 @@ bool ReadFile(const std::string& path, std::vector<uint8_t>* out, std::string* e
 
 }  // namespace
 
-namespace {
-bool RestoreState(Server::Impl& s, std::string* error);
-}  // namespace
-
 struct Server::Impl {
   ServerConfig config;
   Logger& log;

@@ -51,6 +51,10 @@ class UnackedSends {
     return message.which_body == nodefl_wire_Envelope_relay_send_tag ? message.body.relay_send.send_id
                                                                       : message.body.job_data.send_id;
   }
+  static uint64_t SendId(const nodefl_wire_Envelope& message) {
+    return message.which_body == nodefl_wire_Envelope_relay_send_tag ? message.body.relay_send.send_id
+                                                                      : message.body.job_data.send_id;
+  }
   // Entries not yet written on the current connection (after Rewind()).
   bool resend_pending() const { return cursor_ < size_; }
   size_t count() const { return count_; }

@@ -116,6 +116,11 @@ class JobRunner final : public JobSink {
   // Sends `device`'s unreported round start again on its current
   // connection, then the round's records.
   void ResendRound(uint32_t device, SentStart& sent, uint64_t generation, const std::shared_ptr<DeliveryTarget>& target);
+  // `device`'s unreported round start if it is resendable and for `round`.
+  SentStart* ResendableRound(uint32_t device, uint32_t round);
+  // Adds a record to those written again with the round's start; over
+  // kMaxKeptRecordBytes (all the round's records) none are kept.
+  static void KeepRecord(SentStart& round, KeptRecord record);
   Clock::time_point last_resend_check_{};
   uint64_t starts_resent_ = 0;  // this job
   uint64_t devices_gone_ = 0;   // this job: offline past offline_grace_ms
