@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # A server killed with SIGKILL in the middle of a job and started again on
 # the same data directory (--data_dir, server/store): every device resumes
-# its session with its resume token, the interrupted job is recorded as
-# abandoned (cause "server restart") and the job plan runs again under new
-# job ids to a verified end, with the devices' accounting of it complete.
+# its session with its resume token, and the interrupted job itself is
+# continued from its journal (replayed, then run on: job_continued, same
+# job id, not run again) to its end, with its accounting complete.
 #
 # Usage: server_restart_tls.sh BUILD_DIR DATASETS_DIR OUT_DIR JOB
 #   JOB: fedwalk (killed in the walk phase) or secure-compare (killed while
-#   the comparison sessions run)
+#   the comparison sessions run); secure-compare-tampered: as
+#   secure-compare, but one answer digest in the journal is altered before
+#   the restart, so the replay differs from it: the job must then be
+#   recorded as abandoned (not continued) and the plan run again under a
+#   new job id to a verified end
 # Prints what it checks; exit status 0 when every check passed, 1 when one
 # failed, 2 for bad arguments.
 set -euo pipefail
 
-[[ $# -eq 4 ]] || { echo "usage: $0 BUILD_DIR DATASETS_DIR OUT_DIR fedwalk|secure-compare" >&2; exit 2; }
+[[ $# -eq 4 ]] || { echo "usage: $0 BUILD_DIR DATASETS_DIR OUT_DIR fedwalk|secure-compare[-tampered]" >&2; exit 2; }
 build=$1
 datasets=$2
 out=$3
@@ -32,11 +36,11 @@ case $job in
     job_args=(--job fedwalk --fedwalk_mode paper --fedwalk_walks_per_vertex 40 --fedwalk_walk_stall_floor_ms 60000)
     emulator_args=(--job fedwalk --fedwalk-mode paper --unlimited-budget)
     interrupted=fedwalk-walks ;;
-  secure-compare)
+  secure-compare|secure-compare-tampered)
     job_args=(--job secure-compare --compare_mode base)
     emulator_args=(--job secure-compare)
     interrupted=secure-compare ;;
-  *) echo "$0: JOB is fedwalk or secure-compare, not '$job'" >&2; exit 2 ;;
+  *) echo "$0: JOB is fedwalk, secure-compare or secure-compare-tampered, not '$job'" >&2; exit 2 ;;
 esac
 
 rm -rf "$out"
@@ -105,6 +109,18 @@ if grep -qE "event=job_finished .*kind=$interrupted " "$out/server1.log"; then
   exit 1
 fi
 
+if [[ $job == *-tampered ]]; then
+  # The journal's last event: its digest no longer matches its replay.
+  python3 - "$out/state/server-state.sqlite" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+row = db.execute("SELECT job_id, seq FROM job_events ORDER BY job_id DESC, seq DESC LIMIT 1").fetchone()
+db.execute("UPDATE job_events SET digest = digest + 1 WHERE job_id = ? AND seq = ?", row)
+db.commit()
+print(f"tampered with event {row[1]} of job {row[0]}")
+PY
+fi
+
 start_server "$out/server2.log" || { echo "FAIL: the server did not start again:"; cat "$out/server2.log"; exit 1; }
 emulator_status=0
 wait "$emulator_pid" || emulator_status=$?
@@ -123,33 +139,44 @@ check() {  # DESCRIPTION COMMAND...
 field() {  # EVENT_REGEX FIELD: the first value of FIELD on a matching line of server2.log
   grep -E "$1" "$out/server2.log" | head -1 | grep -o " $2=[^ ]*" | head -1 | cut -d= -f2- | tr -d '"'
 }
-check "the restarted server read its state: $n sessions, one job abandoned" \
-  test "$(field 'event=state_restored' sessions)/$(field 'event=state_restored' jobs_abandoned)" = "$n/1"
-check "the abandoned job is the interrupted $interrupted job, cause server restart" \
-  grep -qE "event=job_abandoned .*kind=$interrupted .*reason=\"?server restart" "$out/server2.log"
+check "the restarted server read its state: $n sessions, one job interrupted" \
+  test "$(field 'event=state_restored' sessions)/$(field 'event=state_restored' jobs_interrupted)" = "$n/1"
+if [[ $job == *-tampered ]]; then
+  check "the tampered journal is not continued: job $id abandoned, cause server restart" \
+    grep -qE "event=job_abandoned job=$id kind=$interrupted .*reason=\"?server restart.*not_continued=\"?event [0-9]+ of [0-9]+ replayed differently" \
+    "$out/server2.log"
+  id=$(field 'event=job_started' job)
+  check "the plan ran again under a new job id ($id)" test -n "$id"
+else
+  check "the interrupted $interrupted job $id is continued from its journal" \
+    grep -qE "event=job_continued job=$id kind=$interrupted " "$out/server2.log"
+  check "no job abandoned, none started again" \
+    test "$(grep -cE 'event=(job_abandoned|job_started)' "$out/server2.log")" = 0
+  echo "continued: $(grep -E 'event=job_continued' "$out/server2.log" | head -1 | cut -d' ' -f3- | cut -c1-300)"
+fi
 check "every device resumed its session (no new session)" \
   test "$(field 'event=stopped' resumes)" -ge "$n"
 check "the restarted server exited 0 (every job of the plan verified)" test "$server_status" = 0
 check "the emulator exited 0 (every device finished)" test "$emulator_status" = 0
-first_id=$(grep -E 'event=job_started' "$out/server1.log" | tail -1 | grep -o ' job=[0-9]*' | cut -d= -f2)
-second_id=$(field 'event=job_started' job)
-check "job ids continue across the restart ($first_id, then $second_id)" test "${second_id:-0}" -gt "${first_id:-0}"
 case $job in
   fedwalk)
-    line=$(grep -E "event=job_finished .*kind=fedwalk-walks " "$out/server2.log" | head -1)
+    line=$(grep -E "event=job_finished job=$id kind=fedwalk-walks " "$out/server2.log" | head -1)
     get() { grep -o " $1=[^ ]*" <<<"$line" | head -1 | cut -d= -f2; }
-    check "every walk slot of the new run accounted: completed + dead ends + lost = slots" \
+    check "the job finished (job $id)" test -n "$line"
+    check "every walk slot accounted: completed + dead ends + lost = slots" \
       test "$(($(get completed) + $(get dead_ends) + $(get lost)))" = "$(get walk_slots)"
-    check "the new run's walks completed ($(get completed) of $(get walk_slots))" test "$(get completed)" -gt 0 ;;
-  secure-compare)
-    line=$(grep -E "event=job_finished .*kind=secure-compare " "$out/server2.log" | head -1)
+    check "every issue accounted: issued = slots + reissued ($(get issued) issued, $(get reissued) reissued)" \
+      test "$(get issued)" = "$(($(get walk_slots) + $(get reissued)))"
+    check "walks completed ($(get completed) of $(get walk_slots))" test "$(get completed)" -gt 0 ;;
+  secure-compare*)
+    line=$(grep -E "event=job_finished job=$id kind=secure-compare " "$out/server2.log" | head -1)
     get() { grep -o " $1=[^ ]*" <<<"$line" | head -1 | cut -d= -f2; }
-    check "every comparison of the new run settled: done + aborted = sessions" \
-      test "$(($(get done) + $(get aborted)))" = "$(get sessions)"
-    check "no comparison of the new run aborted" test "$(get aborted)" = 0 ;;
+    check "the job finished (job $id)" test -n "$line"
+    check "every comparison settled: done + aborted = sessions ($(get done) done, $(get aborted) aborted)" \
+      test "$(($(get done) + $(get aborted)))" = "$(get sessions)" ;;
 esac
 if ((failed)); then
-  grep -E 'event=(state_restored|job_abandoned|job_started|job_finished|job_reconnects|stopped)|level=error' \
+  grep -E 'event=(state_restored|job_abandoned|job_continued|job_started|job_finished|job_reconnects|stopped)|level=error' \
     "$out/server2.log" | cut -c1-400 || true
   tail -n 8 "$out/emulator.txt" || true
   echo "server logs: $out/server1.log $out/server2.log; devices: $out/emulator.txt"

@@ -1,5 +1,6 @@
 // Copyright nodefl authors. SPDX-License-Identifier: Apache-2.0
 #include "nodefl/server/jobs/fedwalk_hct_job.h"
+#include "nodefl/server/jobs/fedwalk_walk_handoff.h"
 
 #include <algorithm>
 #include <chrono>
@@ -386,6 +387,18 @@ std::vector<uint32_t> FedWalkHctJob::CompletedDevices() const {
     if (r.state == State::kDone) out.push_back(id);
   }
   return out;
+}
+
+std::vector<uint8_t> FedWalkHctJob::HandOff() const {
+  if (!finished() || !compute_error_.empty()) return {};
+  WalkHandOff h;
+  h.mode = params_.mode;
+  h.vertex_count = params_.vertex_count;
+  h.epsilon_per_encoding = summary_.epsilon_per_encoding;
+  h.score_sensitivity = summary_.score_sensitivity;
+  h.scaled_encoder = options_.scaled_encoder;
+  h.devices = CompletedDevices();
+  return EncodeWalkHandOff(h);
 }
 
 bool FedWalkHctJob::succeeded() const {

@@ -11,6 +11,7 @@
 #include "nodefl/protocol/fedwalk/walk_format.h"
 #include "nodefl/server/jobs/fedwalk_hct_job.h"
 #include "nodefl/server/jobs/fedwalk_histogram_job.h"
+#include "nodefl/server/jobs/fedwalk_walk_handoff.h"
 #include "nodefl/server/jobs/fedwalk_walk_job.h"
 
 namespace nodefl::server::jobs {
@@ -168,17 +169,19 @@ std::unique_ptr<Job> MakeHistograms(const ServerConfig& config, uint64_t job_id,
 }
 
 std::unique_ptr<Job> MakeWalks(const ServerConfig& config, uint64_t job_id, const Job* previous) {
-  const auto* hct = dynamic_cast<const FedWalkHctJob*>(previous);
-  if (hct == nullptr || !hct->finished() || !hct->compute_error().empty()) return nullptr;
+  // From the HCT job's hand-off: the finished job itself, or what a server
+  // kept of it to continue the walk job after a restart.
+  WalkHandOff hct;
+  if (previous == nullptr || !previous->finished() || !DecodeWalkHandOff(previous->HandOff(), &hct)) return nullptr;
   const C& c = Options<C>(config);
   FedWalkWalkOptions options;
   options.job_id = job_id;
-  options.vertex_count = hct->parameters().vertex_count;
-  options.params.mode = hct->parameters().mode;
+  options.vertex_count = hct.vertex_count;
+  options.params.mode = hct.mode;
   options.params.length = static_cast<uint16_t>(c.walk_length);
   options.params.p = c.p;
   options.params.epsilon = c.epsilon_walk;
-  options.params.epsilon_per_encoding = hct->summary().epsilon_per_encoding;
+  options.params.epsilon_per_encoding = hct.epsilon_per_encoding;
   // A cap only: each device holds as many walks as its own memory allows
   // (hubs are visited in proportion to their degree and need the room).
   options.params.max_pending_walks = contract::kMaxPendingWalks;
@@ -194,10 +197,10 @@ std::unique_ptr<Job> MakeWalks(const ServerConfig& config, uint64_t job_id, cons
   options.threads = ComputeThreads(config);
   options.seed = c.seed;
   options.output_dir = config.output_dir;
-  options.score_sensitivity = hct->summary().score_sensitivity;
-  options.scaled_encoder = hct->scaled_encoder();
+  options.score_sensitivity = hct.score_sensitivity;
+  options.scaled_encoder = hct.scaled_encoder;
   // Only devices that hold the tree and codebook can walk.
-  return std::make_unique<FedWalkWalkJob>(options, hct->CompletedDevices());
+  return std::make_unique<FedWalkWalkJob>(options, std::move(hct.devices));
 }
 
 std::unique_ptr<Job> Make(const ServerConfig& config, std::string_view stage, uint64_t job_id,

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/server/core/os_random.h"
+#include "nodefl/server/jobs/job_entropy.h"
 #include "nodefl/server/fedwalk/skipgram/skipgram_model.h"
 #include "nodefl/server/fedwalk/skipgram/skipgram_train.h"
 #include "nodefl/server/fedwalk/skipgram/walk_corpus.h"
@@ -48,10 +48,9 @@ FedWalkWalkJob::FedWalkWalkJob(FedWalkWalkOptions options, std::vector<uint32_t>
   for (uint32_t id : participants_) device_state_[id] = kWaitingKeys;
   summary_.participants = static_cast<uint32_t>(participants_.size());
   if (options_.max_in_flight == 0) options_.max_in_flight = std::max<uint32_t>(64, 4 * summary_.participants);
-  if (options_.seed == 0) {
-    std::random_device rd;
-    options_.seed = (uint64_t{rd()} << 32) | rd();
-  }
+  // Through the job entropy: a job continued after a restart draws it again
+  // from its journal (job_entropy.h).
+  if (options_.seed == 0) options_.seed = JobEntropyU64();
   summary_.theorem42 = ExpectedMessagesPerWalk(options_.params.length, options_.params.p);
 }
 
@@ -62,11 +61,12 @@ FedWalkWalkJob::~FedWalkWalkJob() {
 std::vector<RoundStart> FedWalkWalkJob::Begin(uint64_t now_us) {
   phase_ = Phase::kKeys;
   round_started_us_ = now_us;
-  // A fresh public salt from the OS, never from the experiment seed (a
+  // A fresh public salt from the OS (journaled for a continuation after a
+  // restart, job_entropy.h), never from the experiment seed (a
   // rerun with the same fedwalk_seed must not repeat it); the devices'
   // ephemeral keys make the job keys unique whatever it is
   // (sdk/seal/job_keys.h).
-  FillFromOsEntropy(options_.params.salt);
+  FillJobEntropy(options_.params.salt);
   RoundStart start;
   start.round = fw::kWalkRoundKeys;
   start.deadline_ms = options_.round_deadline_ms;

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "nodefl/core/little_endian.h"
-#include "nodefl/server/core/os_random.h"
+#include "nodefl/server/jobs/job_entropy.h"
 
 namespace nodefl::server::jobs {
 
@@ -59,10 +59,11 @@ uint64_t SecureCompareJob::SessionRoundDeadlineUs() const {
 std::vector<RoundStart> SecureCompareJob::Begin(uint64_t now_us) {
   phase_ = Phase::kRequests;
   round_started_us_ = now_us;
-  // A fresh public salt from the OS (never a seeded generator); the
+  // A fresh public salt from the OS (never a seeded generator; journaled
+  // for a continuation after a restart, job_entropy.h); the
   // devices' ephemeral keys make the job keys unique whatever it is
   // (sdk/seal/job_keys.h).
-  FillFromOsEntropy(options_.params.salt);
+  FillJobEntropy(options_.params.salt);
   uint8_t encoded[cmp::kCompareParametersBytes];
   cmp::EncodeCompareParameters(options_.params, encoded);
   // The devices refuse what does not decode; refuse it here first.

@@ -11,8 +11,11 @@
 
 #include "nodefl/core/little_endian.h"
 #include "nodefl/protocol/peer_directory.h"
+#include "nodefl/server/core/os_random.h"
+#include "nodefl/server/jobs/job_entropy.h"
 #include "nodefl/server/jobs/job_factory.h"
 #include "nodefl/protocol/chunk.h"
+#include "nodefl/protocol/envelope_codec.h"
 
 #include "nodefl/server/net/connection.h"
 #include "nodefl/host/net/process_limits.h"
@@ -27,7 +30,102 @@ namespace asio = boost::asio;
 namespace {
 constexpr auto kTick = std::chrono::milliseconds(200);
 constexpr auto kProgressEvery = std::chrono::seconds(2);
+// Events without answers (most polls) wait at most this long for the
+// journal; any event with answers is written before they are sent.
+constexpr auto kJournalEvery = std::chrono::seconds(1);
+
+// FNV-1a over a job's answers: the digest a replay is checked against.
+constexpr uint64_t kDigestStart = 0xcbf29ce484222325ull;
+void Mix(uint64_t& h, const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+}
+void MixU64(uint64_t& h, uint64_t v) {
+  uint8_t b[8];
+  StoreU64Le(v, b);
+  Mix(h, b, 8);
+}
+
+// Reports are journaled as the Envelope that carries them.
+bool EncodeReport(const nodefl_wire_JobReport& report, std::vector<uint8_t>* out) {
+  nodefl_wire_Envelope env;
+  protocol::InitEnvelope(&env, nodefl_wire_Envelope_job_report_tag);
+  env.body.job_report = report;
+  const Result<size_t> size = protocol::EncodedEnvelopeSize(env);
+  if (!size.ok()) return false;
+  out->resize(size.value());
+  const Result<size_t> n = protocol::EncodeEnvelope(env, ByteSpan(out->data(), out->size()));
+  return n.ok();
+}
+bool DecodeReport(const std::vector<uint8_t>& bytes, nodefl_wire_JobReport* out) {
+  nodefl_wire_Envelope env;
+  if (!protocol::DecodeEnvelope(ConstByteSpan(bytes.data(), bytes.size()), &env).ok() ||
+      env.which_body != nodefl_wire_Envelope_job_report_tag) {
+    return false;
+  }
+  *out = env.body.job_report;
+  return true;
+}
+
+// The previous stage of a continued job, as the journal kept it: its
+// hand-off, nothing else (the finished job died with the process).
+class HandedOffStage final : public jobs::Job {
+ public:
+  explicit HandedOffStage(std::vector<uint8_t> bytes) : bytes_(std::move(bytes)) {}
+  nodefl_wire_JobKind kind() const override { return nodefl_wire_JobKind_JOB_KIND_UNSPECIFIED; }
+  std::vector<jobs::RoundStart> Begin(uint64_t) override { return {}; }
+  std::vector<jobs::RoundStart> OnReport(uint32_t, uint32_t, const nodefl_wire_JobReport&, uint64_t) override {
+    return {};
+  }
+  std::vector<jobs::RoundStart> OnUpload(uint32_t, uint32_t, uint32_t, std::vector<uint8_t>, uint64_t) override {
+    return {};
+  }
+  std::vector<jobs::RoundStart> Poll(uint64_t) override { return {}; }
+  std::vector<uint8_t> HandOff() const override { return bytes_; }
+  bool finished() const override { return true; }
+  bool succeeded() const override { return true; }
+  std::string ProgressLine() const override { return {}; }
+  void LogSummary(Logger&, uint64_t) const override {}
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
 }  // namespace
+
+// The event being fed: in a replay, how far its journaled entropy and
+// delivery outcomes have been used.
+struct JobRunner::Feeding {
+  store::JournalEvent* event = nullptr;
+  bool replay = false;
+  size_t entropy_at = 0;
+  size_t undeliverable_at = 0;
+  uint64_t digest = kDigestStart;
+  bool diverged = false;
+};
+
+// Job entropy while an event is fed: drawn from the OS and journaled, or
+// read back from the journal.
+class JobRunner::Tape final : public jobs::EntropyTape {
+ public:
+  explicit Tape(Feeding& feeding) : f_(feeding) {}
+  void Fill(std::span<uint8_t> out) override {
+    std::vector<uint8_t>& tape = f_.event->entropy;
+    if (!f_.replay) {
+      FillFromOsEntropy(out);
+      tape.insert(tape.end(), out.begin(), out.end());
+      return;
+    }
+    if (tape.size() - f_.entropy_at < out.size()) {  // the job draws more than it did
+      f_.diverged = true;
+      FillFromOsEntropy(out);
+      return;
+    }
+    std::copy_n(tape.begin() + static_cast<std::ptrdiff_t>(f_.entropy_at), out.size(), out.begin());
+    f_.entropy_at += out.size();
+  }
+
+ private:
+  Feeding& f_;
+};
 
 JobRunner::JobRunner(asio::io_context& io, ServerContext& context, std::vector<uint32_t> known_devices,
                      std::function<void(bool)> on_finished, std::function<void()> on_all_done)
@@ -40,10 +138,15 @@ JobRunner::JobRunner(asio::io_context& io, ServerContext& context, std::vector<u
 
 uint64_t JobRunner::NowMicros() const {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - epoch_).count());
+      clock_offset_us_ + std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - epoch_).count());
 }
 
-void JobRunner::Start() { asio::co_spawn(strand_, Loop(), asio::detached); }
+void JobRunner::Start(std::vector<store::StoredJob> interrupted) {
+  asio::post(strand_, [this, interrupted = std::move(interrupted)]() mutable {
+    ContinueOrAbandon(std::move(interrupted));
+    asio::co_spawn(strand_, Loop(), asio::detached);
+  });
+}
 
 void JobRunner::Stop() {
   asio::post(strand_, [this] {
@@ -68,11 +171,7 @@ void JobRunner::OnJobReport(uint32_t device, uint64_t job_id, uint32_t round,
       ctx_.log->Warn("job_report_ignored", {{"device", device}, {"job", job_id}, {"round", round}});
       return;
     }
-    if (auto it = sent_starts_.find(device); it != sent_starts_.end() && it->second.round == round) {
-      sent_starts_.erase(it);  // it has the round
-    }
-    Dispatch(job_->OnReport(device, round, report, NowMicros()));
-    if (job_->finished()) FinishJob();
+    FeedLive(EventType::kReport, device, round, 0, &report);
   });
 }
 
@@ -83,8 +182,7 @@ void JobRunner::OnJobUpload(uint32_t device, uint64_t job_id, uint32_t round, ui
       ctx_.log->Warn("job_upload_ignored", {{"device", device}, {"job", job_id}, {"round", round}});
       return;
     }
-    Dispatch(job_->OnUpload(device, round, artefact, std::move(bytes), NowMicros()));
-    if (job_->finished()) FinishJob();
+    FeedLive(EventType::kUpload, device, round, artefact, nullptr, std::move(bytes));
   });
 }
 
@@ -92,17 +190,19 @@ void JobRunner::Tick() {
   PublishDirectoryWhenReady();
   if (job_) {
     if (!job_->finished()) {
+      const uint64_t job_id = current_job_id_;
       WatchUnreportedDevices();
-      Dispatch(job_->Poll(NowMicros()));
-      if (job_->finished()) {
-        FinishJob();
-      } else if (Clock::now() - last_progress_ >= kProgressEvery) {
+      if (job_ && current_job_id_ == job_id && !job_->finished()) FeedLive(EventType::kPoll);
+      if (job_ && !job_->finished() && Clock::now() - last_progress_ >= kProgressEvery) {
         last_progress_ = Clock::now();
         ctx_.log->Info("job_progress", {{"job", current_job_id_},
                                         {"state", job_->ProgressLine()},
                                         {"relay_sent", ctx_.counters.relay_sent.load()},
                                         {"relay_delivered", ctx_.counters.relay_delivered.load()}});
       }
+    }
+    if (journaling_ && !journal_pending_.empty() && Clock::now() - last_journal_flush_ >= kJournalEvery) {
+      FlushJournal();
     }
     return;
   }
@@ -149,40 +249,227 @@ void JobRunner::StartStage(std::vector<uint32_t> participants, const jobs::Job* 
   current_job_id_ = job_id;
   // Devices announce job keys for this job from its first round on.
   if (ctx_.job_keys != nullptr) ctx_.job_keys->BeginJob(job_id);
-  const size_t count = participants.size();
+  begin_count_ = participants.size();
   // A later stage takes its devices from the stage before it (the job
   // knows them; the runner passes none).
-  const bool from_previous = previous != nullptr && count == 0;
-  std::unique_ptr<jobs::Job> job = jobs::MakeJob(ctx_.config, stage, job_id, std::move(participants), previous);
+  begin_from_previous_ = previous != nullptr && begin_count_ == 0;
+  // What a continuation after a restart would make the job from.
+  if (ctx_.state != nullptr) {
+    begin_participants_ = participants;
+    begin_handoff_ = previous != nullptr ? previous->HandOff() : std::vector<uint8_t>();
+  }
+  job_.reset();
+  store::JournalEvent begin;
+  begin.type = static_cast<uint32_t>(EventType::kBegin);
+  begin.now_us = NowMicros();
+  Feed(begin, false, nullptr, {}, std::move(participants), previous);
   previous_job_.reset();
-  job_ = std::move(job);
+  begin_participants_.clear();
+  begin_handoff_.clear();
   if (!job_) {
     ctx_.log->Error("job_not_started", {{"job", job_id}, {"stage", stage}, {"why", "the previous stage has no usable result"}});
     EndPlan(false);
     return;
   }
-  ctx_.log->Info("job_started", {{"job", job_id},
+  JournalAndSend(std::move(begin), true);
+  if (job_ && job_->finished()) FinishJob();
+}
+
+void JobRunner::OnJobMade() {
+  const std::string& stage = stages_.at(stage_);
+  ctx_.log->Info("job_started", {{"job", current_job_id_},
                                  {"kind", stage},
                                  {"stage", stage_ + 1},
                                  {"stages", stages_.size()},
                                  {"rss_kib", CurrentRssKiB()},
-                                 {"participants", from_previous ? std::string("previous stage's") : std::to_string(count)}});
-  Dispatch(job_->Begin(NowMicros()));
+                                 {"participants", begin_from_previous_ ? std::string("previous stage's")
+                                                                       : std::to_string(begin_count_)},
+                                 {"continuable", ctx_.state != nullptr && job_->continuable()}});
+  journaling_ = false;
+  journal_seq_ = 0;
+  journal_pending_.clear();
+  if (ctx_.state == nullptr || !job_->continuable()) return;
+  std::string error;
+  if (!ctx_.state->SaveJobInputs(current_job_id_, begin_participants_, begin_handoff_, &error)) {
+    ctx_.log->Warn("state_not_saved", {{"job", current_job_id_}, {"error", error}});
+    return;  // not journaled: a restart runs it again
+  }
+  journaling_ = true;
+}
+
+bool JobRunner::Feed(store::JournalEvent& e, bool replay, const nodefl_wire_JobReport* report,
+                     std::vector<uint8_t> bytes, std::vector<uint32_t> participants, const jobs::Job* previous) {
+  Feeding f;
+  f.event = &e;
+  f.replay = replay;
+  Tape tape(f);
+  feeding_ = &f;
+  std::vector<jobs::RoundStart> starts;
+  {
+    jobs::ScopedEntropyTape scoped(&tape);
+    nodefl_wire_JobReport decoded = nodefl_wire_JobReport_init_zero;
+    switch (static_cast<EventType>(e.type)) {
+      case EventType::kBegin:
+        // The job is made here, not before: a job may draw its seed as it
+        // is made, and that draw is the event's too.
+        job_ = jobs::MakeJob(ctx_.config, stages_.at(stage_), current_job_id_, std::move(participants), previous);
+        if (!job_) break;
+        if (!replay) OnJobMade();
+        starts = job_->Begin(e.now_us);
+        break;
+      case EventType::kReport:
+        if (replay) {
+          if (!DecodeReport(e.payload, &decoded)) {
+            f.diverged = true;
+            break;
+          }
+          report = &decoded;
+        }
+        if (auto it = sent_starts_.find(e.device); it != sent_starts_.end() && it->second.round == e.round) {
+          sent_starts_.erase(it);  // it has the round
+        }
+        starts = job_->OnReport(e.device, e.round, *report, e.now_us);
+        break;
+      case EventType::kUpload:
+        starts = job_->OnUpload(e.device, e.round, e.artefact, replay ? e.payload : std::move(bytes), e.now_us);
+        break;
+      case EventType::kPoll:
+        starts = job_->Poll(e.now_us);
+        break;
+      case EventType::kGone:
+        sent_starts_.erase(e.device);
+        ++devices_gone_;
+        job_->OnUndeliverable(e.device, e.now_us);
+        break;
+      case EventType::kDirectory:
+        pending_directory_.reset();  // published
+        break;
+      default:
+        f.diverged = true;
+        break;
+    }
+    if (job_ && !f.diverged) Dispatch(std::move(starts));
+  }
+  feeding_ = nullptr;
+  if (!replay) {
+    e.digest = f.digest;
+    return true;
+  }
+  return !f.diverged && f.digest == e.digest && f.entropy_at == e.entropy.size() &&
+         f.undeliverable_at == e.undeliverable.size();
+}
+
+void JobRunner::FeedLive(EventType type, uint32_t device, uint32_t round, uint32_t artefact,
+                         const nodefl_wire_JobReport* report, std::vector<uint8_t> bytes) {
+  store::JournalEvent e;
+  e.type = static_cast<uint32_t>(type);
+  e.device = device;
+  e.round = round;
+  e.artefact = artefact;
+  e.now_us = NowMicros();
+  if (journaling_) {
+    if (report != nullptr && !EncodeReport(*report, &e.payload)) StopJournal("a report that does not encode");
+    if (type == EventType::kUpload) e.payload = bytes;
+  }
+  Feed(e, false, report, std::move(bytes));
+  // What a device sent (and may have been told is received) is written at
+  // once; a poll that answered nothing waits for the next write.
+  JournalAndSend(std::move(e), type != EventType::kPoll);
   if (job_ && job_->finished()) FinishJob();
 }
 
+void JobRunner::JournalAndSend(store::JournalEvent e, bool write_now) {
+  if (journaling_) {
+    e.seq = ++journal_seq_;
+    journal_pending_.push_back(std::move(e));
+    if (write_now || !outbox_.empty()) FlushJournal();
+  }
+  std::vector<std::function<void()>> sends;
+  sends.swap(outbox_);
+  for (auto& send : sends) send();
+}
+
+void JobRunner::FlushJournal() {
+  last_journal_flush_ = Clock::now();
+  if (!journaling_ || journal_pending_.empty()) return;
+  std::string error;
+  if (!ctx_.state->AppendJobEvents(current_job_id_, journal_pending_, &error)) StopJournal(error);
+  journal_pending_.clear();
+}
+
+void JobRunner::StopJournal(const std::string& why) {
+  // The journal ends at its last good write while the job goes on: a
+  // restart would find the devices ahead of it, so it is not continued.
+  ctx_.log->Warn("state_not_saved", {{"job", current_job_id_}, {"error", why}, {"journal", "stopped"}});
+  journaling_ = false;
+  journal_pending_.clear();
+  std::string error;
+  if (!ctx_.state->EndJob(current_job_id_, "running-unjournaled", why, &error)) {
+    ctx_.log->Warn("state_not_saved", {{"job", current_job_id_}, {"error", error}});
+  }
+}
+
+void JobRunner::Send(std::function<void()> send) {
+  if (feeding_ != nullptr && !feeding_->replay) {
+    outbox_.push_back(std::move(send));
+  } else if (feeding_ == nullptr) {
+    send();
+  }
+}
+
+bool JobRunner::Undeliverable(uint32_t device, uint8_t what, bool offline) {
+  if (feeding_ == nullptr) return offline;
+  std::vector<uint8_t>& list = feeding_->event->undeliverable;
+  if (!feeding_->replay) {
+    if (offline) {
+      uint8_t entry[5];
+      StoreU32Le(device, entry);
+      entry[4] = what;
+      list.insert(list.end(), entry, entry + 5);
+    }
+    return offline;
+  }
+  size_t& at = feeding_->undeliverable_at;
+  if (at + 5 <= list.size() && LoadU32Le(&list[at]) == device && list[at + 4] == what) {
+    at += 5;
+    return true;
+  }
+  return false;
+}
+
+uint64_t JobRunner::EventNow() const { return feeding_ != nullptr ? feeding_->event->now_us : NowMicros(); }
+
 void JobRunner::Dispatch(std::vector<jobs::RoundStart> starts) {
   DispatchRounds(std::move(starts));
+  const bool replay = feeding_ != nullptr && feeding_->replay;
   // Records for single devices, after any round start they belong to. A
   // job may produce more while told about undeliverable ones: loop.
   for (int pass = 0; pass < 4 && job_; ++pass) {
     std::vector<jobs::DeviceData> data = job_->TakeData();
     if (data.empty()) break;
     for (jobs::DeviceData& d : data) {
+      if (feeding_ != nullptr) {
+        uint64_t& h = feeding_->digest;
+        MixU64(h, (uint64_t{d.device} << 32) | d.round);
+        MixU64(h, (uint64_t{d.kind} << 32) | d.bytes.size());
+        Mix(h, d.bytes.data(), d.bytes.size());
+      }
+      if (replay) {
+        // As the first process did: told the job, or numbered and kept it
+        // (sent or held) with the device's round.
+        if (Undeliverable(d.device, 1, false)) {
+          job_->OnDataUndeliverable(d, EventNow());
+          continue;
+        }
+        const uint64_t id = ++last_record_id_[d.device];
+        if (SentStart* round = ResendableRound(d.device, d.round)) KeepRecord(*round, KeptRecord{id, d.kind, std::move(d.bytes)});
+        continue;
+      }
       auto target = ctx_.registry->CurrentTarget(d.device);
       if (!target) {
         if (HoldRecord(d)) continue;
-        job_->OnDataUndeliverable(d, NowMicros());
+        Undeliverable(d.device, 1, true);
+        job_->OnDataUndeliverable(d, EventNow());
         continue;
       }
       const uint64_t id = ++last_record_id_[d.device];
@@ -196,8 +483,10 @@ void JobRunner::Dispatch(std::vector<jobs::RoundStart> starts) {
         }
         KeepRecord(*round, KeptRecord{id, d.kind, d.bytes});
       }
-      std::static_pointer_cast<Connection>(target)->SendJobData(current_job_id_, d.round, d.kind, std::move(d.bytes),
-                                                                id);
+      Send([connection = std::static_pointer_cast<Connection>(target), job = current_job_id_, round = d.round,
+            kind = d.kind, bytes = std::move(d.bytes), id]() mutable {
+        connection->SendJobData(job, round, kind, std::move(bytes), id);
+      });
     }
   }
 }
@@ -260,11 +549,23 @@ void JobRunner::PublishDirectoryWhenReady() {
     if (target) std::static_pointer_cast<Connection>(target)->SendJobArtefacts(p.job_id, p.round, {artefact});
   }
   pending_directory_.reset();
+  // Journaled, so that a continuation does not publish it a second time.
+  if (journaling_) FeedLive(EventType::kDirectory);
 }
 
 void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
+  const bool replay = feeding_ != nullptr && feeding_->replay;
   for (jobs::RoundStart& start : starts) {
     if (start.devices.empty()) continue;
+    if (feeding_ != nullptr) {
+      uint64_t& h = feeding_->digest;
+      MixU64(h, (uint64_t{start.round} << 32) | start.deadline_ms);
+      MixU64(h, start.parameters.size());
+      Mix(h, start.parameters.data(), start.parameters.size());
+      for (const jobs::Artefact& a : start.artefacts) MixU64(h, (uint64_t{a.kind} << 32) | a.bytes->size());
+      MixU64(h, start.devices.size());
+      for (uint32_t device : start.devices) MixU64(h, device);
+    }
     // The peer directory replaces key requests in the keys round of
     // device-to-device jobs; it follows once the devices announced keys.
     const bool directory = ctx_.config.peer_keys == "directory" && start.round == 1 && DeviceToDevice(job_->kind());
@@ -272,31 +573,54 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
     // Devices get a slightly shorter deadline than the server enforces, so
     // their final reports arrive before the server gives up on them.
     const uint32_t device_deadline = start.deadline_ms - start.deadline_ms / 10;
+    const bool resendable = start.artefacts.empty() && !directory;
+    if (replay) {
+      // Bookkeeping only: who has the round, sent when (on the job's
+      // clock), and not on which connection (none yet: every device is
+      // sent the round again when it is back).
+      for (uint32_t device : start.devices) {
+        if (Undeliverable(device, 0, false)) {
+          sent_starts_.erase(device);
+          job_->OnUndeliverable(device, EventNow());
+          continue;
+        }
+        SentStart& sent = sent_starts_[device];
+        sent = SentStart{};
+        sent.resendable = resendable;
+        sent.round = start.round;
+        sent.deadline_ms = device_deadline;
+        if (resendable) sent.parameters = start.parameters;
+        sent.generation = 0;
+        sent.sent = Clock::now() - std::chrono::microseconds(replay_last_now_us_ - EventNow());
+      }
+      continue;
+    }
     // Artefacts are hashed once here, not once per connection.
     std::vector<StreamedArtefact> artefacts;
     uint64_t artefact_bytes = 0;
     for (const jobs::Artefact& a : start.artefacts) {
-      StreamedArtefact s;
-      s.kind = a.kind;
-      s.bytes = a.bytes;
-      if (!protocol::Sha256(ConstByteSpan(a.bytes->data(), a.bytes->size()), Span<uint8_t>(s.sha256.data(), 32)).ok()) {
+      StreamedArtefact streamed;
+      streamed.kind = a.kind;
+      streamed.bytes = a.bytes;
+      if (!protocol::Sha256(ConstByteSpan(a.bytes->data(), a.bytes->size()), Span<uint8_t>(streamed.sha256.data(), 32))
+               .ok()) {
         ctx_.log->Error("artefact_hash_failed", {{"job", current_job_id_}, {"artefact", a.kind}});
         continue;
       }
       artefact_bytes += a.bytes->size();
-      artefacts.push_back(std::move(s));
+      artefacts.push_back(std::move(streamed));
     }
     ctx_.log->Info("job_round", {{"job", current_job_id_},
                                  {"round", start.round},
                                  {"devices", start.devices.size()},
                                  {"artefacts", artefacts.size()},
                                  {"artefact_bytes_each", artefact_bytes}});
-    const bool resendable = artefacts.empty() && !directory;
     for (uint32_t device : start.devices) {
       auto target = ctx_.registry->CurrentTarget(device);
       if (!target) {  // offline: the job decides (by default the round's deadline catches it)
+        Undeliverable(device, 0, true);
         sent_starts_.erase(device);
-        job_->OnUndeliverable(device, NowMicros());
+        job_->OnUndeliverable(device, EventNow());
         continue;
       }
       const auto snap = ctx_.registry->Snapshot(device);
@@ -308,9 +632,11 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
       if (resendable) sent.parameters = start.parameters;
       sent.generation = snap ? snap->generation : 0;
       sent.sent = Clock::now();
-      std::static_pointer_cast<Connection>(target)->SendJobRound(current_job_id_, start.round, job_->kind(),
-                                                                 device_deadline, start.parameters, artefacts,
-                                                                 directory);
+      Send([connection = std::static_pointer_cast<Connection>(target), job = current_job_id_, round = start.round,
+            kind = job_->kind(), device_deadline, parameters = start.parameters, artefacts, directory]() mutable {
+        connection->SendJobRound(job, round, kind, device_deadline, std::move(parameters), std::move(artefacts),
+                                 directory);
+      });
     }
   }
 }
@@ -336,15 +662,14 @@ void JobRunner::WatchUnreportedDevices() {
     if (!target) continue;
     ResendRound(device, sent, snap->generation, target);
   }
+  const uint64_t job_id = current_job_id_;
   for (uint32_t device : gone) {
+    if (!job_ || job_->finished() || current_job_id_ != job_id) break;
     ctx_.log->Info("job_device_gone", {{"job", current_job_id_},
                                        {"device", device},
                                        {"round", sent_starts_[device].round},
                                        {"offline_grace_ms", ctx_.config.offline_grace_ms}});
-    sent_starts_.erase(device);
-    ++devices_gone_;
-    job_->OnUndeliverable(device, NowMicros());
-    if (job_->finished()) break;
+    FeedLive(EventType::kGone, device);
   }
 }
 
@@ -384,12 +709,17 @@ void JobRunner::ResendRound(uint32_t device, SentStart& sent, uint64_t generatio
   records_resent_ += sent.records.size();
   ctx_.log->Debug("job_round_resent",
                   {{"job", current_job_id_}, {"device", device}, {"round", sent.round}, {"records", sent.records.size()}});
-  auto connection = std::static_pointer_cast<Connection>(target);
-  connection->SendJobRound(current_job_id_, sent.round, job_->kind(), left, sent.parameters, {}, false);
-  for (const KeptRecord& r : sent.records) connection->SendJobData(current_job_id_, sent.round, r.kind, r.bytes, r.id);
+  Send([connection = std::static_pointer_cast<Connection>(target), job = current_job_id_, round = sent.round,
+        kind = job_->kind(), left, parameters = sent.parameters, records = sent.records] {
+    connection->SendJobRound(job, round, kind, left, parameters, {}, false);
+    for (const KeptRecord& r : records) connection->SendJobData(job, round, r.kind, r.bytes, r.id);
+  });
 }
 
 void JobRunner::FinishJob() {
+  FlushJournal();
+  journaling_ = false;
+  journal_seq_ = 0;
   if (ctx_.job_keys != nullptr) ctx_.job_keys->EndJob(current_job_id_);
   if (starts_resent_ != 0 || devices_gone_ != 0 || records_held_ != 0) {
     ctx_.log->Info("job_reconnects", {{"job", current_job_id_},
@@ -436,6 +766,125 @@ void JobRunner::EndPlan(bool succeeded) {
   if (on_finished_) on_finished_(succeeded);
   if (ctx_.config.exit_after_jobs != 0 && jobs_finished_ >= ctx_.config.exit_after_jobs && on_all_done_) {
     on_all_done_();
+  }
+}
+
+void JobRunner::ResetJobState() {
+  job_.reset();
+  previous_job_.reset();
+  sent_starts_.clear();
+  last_record_id_.clear();
+  pending_directory_.reset();
+  starts_resent_ = records_resent_ = records_held_ = devices_gone_ = 0;
+  journaling_ = false;
+  journal_seq_ = 0;
+  journal_pending_.clear();
+  outbox_.clear();
+}
+
+bool JobRunner::ContinueJob(const store::StoredJob& stored, std::string* why) {
+  if (ctx_.state == nullptr) {
+    *why = "no state store";
+    return false;
+  }
+  if (stored.state != "running") {
+    *why = "its journal is incomplete (" + stored.state + ")";
+    return false;
+  }
+  std::vector<uint32_t> participants;
+  std::vector<uint8_t> handoff;
+  bool found = false;
+  std::vector<store::JournalEvent> events;
+  if (!ctx_.state->LoadJobInputs(stored.job_id, &participants, &handoff, &found, why) ||
+      (found && !ctx_.state->LoadJobEvents(stored.job_id, &events, why))) {
+    return false;
+  }
+  if (!found || events.empty() || events.front().type != static_cast<uint32_t>(EventType::kBegin)) {
+    *why = "no journal (the job cannot be continued)";
+    return false;
+  }
+  stages_ = jobs::JobStages(ctx_.config);
+  if (stored.stage == 0 || stored.stage > stages_.size() || stages_[stored.stage - 1] != stored.kind) {
+    *why = "the configured plan has no stage " + std::to_string(stored.stage) + " " + stored.kind;
+    return false;
+  }
+  stage_ = stored.stage - 1;
+  plan_succeeded_ = true;
+  current_job_id_ = stored.job_id;
+  if (ctx_.job_keys != nullptr) ctx_.job_keys->BeginJob(current_job_id_);
+  std::unique_ptr<jobs::Job> previous;
+  if (!handoff.empty()) previous = std::make_unique<HandedOffStage>(std::move(handoff));
+  replay_last_now_us_ = events.back().now_us;
+  ResetJobState();
+  size_t replayed = 0;
+  for (store::JournalEvent& e : events) {
+    const bool first = replayed == 0;
+    const bool same = Feed(e, true, nullptr, {}, first ? std::move(participants) : std::vector<uint32_t>(),
+                           previous.get());
+    if (first && (!job_ || !job_->continuable())) {
+      *why = "the job could not be made again as it was";
+      ResetJobState();
+      return false;
+    }
+    if (!same) {
+      *why = "event " + std::to_string(e.seq) + " of " + std::to_string(events.size()) +
+             " replayed differently from the journal";
+      ResetJobState();
+      return false;
+    }
+    ++replayed;
+    if (job_->finished()) break;
+  }
+  std::string error;
+  if (!ctx_.state->AdoptJob(current_job_id_, &error)) {
+    *why = error;
+    ResetJobState();
+    return false;
+  }
+  // The job's clock goes on from its last event: the time the server was
+  // down does not count against its deadlines.
+  clock_offset_us_ = static_cast<int64_t>(replay_last_now_us_) -
+                     std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - epoch_).count();
+  started_ = true;
+  journaling_ = true;
+  journal_seq_ = events.size();
+  ctx_.log->Info("job_continued", {{"job", current_job_id_},
+                                   {"kind", stored.kind},
+                                   {"stage", stored.stage},
+                                   {"stages", stages_.size()},
+                                   {"events_replayed", replayed},
+                                   {"job_time_ms", replay_last_now_us_ / 1000},
+                                   {"rounds_to_resend", sent_starts_.size()},
+                                   {"state", job_->ProgressLine()}});
+  if (job_->finished()) FinishJob();
+  return true;
+}
+
+void JobRunner::ContinueOrAbandon(std::vector<store::StoredJob> interrupted) {
+  if (interrupted.empty()) return;
+  // One plan runs at a time: its latest job is the one cut off; any other
+  // was left running by an older failure.
+  const store::StoredJob& latest = interrupted.back();
+  std::string why;
+  const bool continued = ContinueJob(latest, &why);
+  for (const store::StoredJob& job : interrupted) {
+    if (continued && job.job_id == latest.job_id) continue;
+    std::string error;
+    if (!ctx_.state->EndJob(job.job_id, "abandoned", "server restart", &error)) {
+      ctx_.log->Warn("state_not_saved", {{"job", job.job_id}, {"error", error}});
+    }
+    ctx_.log->Warn("job_abandoned", {{"job", job.job_id},
+                                     {"kind", job.kind},
+                                     {"stage", job.stage},
+                                     {"start", job.start},
+                                     {"reason", "server restart"},
+                                     {"not_continued", job.job_id == latest.job_id ? why : "not the latest job"}});
+  }
+  if (!continued) {
+    stages_.clear();
+    stage_ = 0;
+    current_job_id_ = 0;
+    started_ = false;
   }
 }
 

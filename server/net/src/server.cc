@@ -68,6 +68,9 @@ struct Server::Impl {
   std::unique_ptr<DeviceRegistry> registry;
   std::unique_ptr<Relay> relay;
   std::unique_ptr<JobRunner> jobs;
+  // Jobs an earlier process left running, for the job runner to continue
+  // or abandon.
+  std::vector<store::StoredJob> interrupted;
   ServerContext context;
   std::atomic<uint64_t> next_connection{1};
   std::atomic<bool> stopping{false};
@@ -119,9 +122,9 @@ struct Server::Impl {
 namespace {
 
 // Sessions an earlier server process handed out, and the jobs it left
-// running (recorded as abandoned: a job does not survive a restart yet,
-// docs/reliability.md).
-bool RestoreState(Server::Impl& s, std::string* error) {
+// running (`interrupted`: the job runner continues the latest from its
+// journal or records it as abandoned, docs/reliability.md).
+bool RestoreState(Server::Impl& s, std::vector<store::StoredJob>* interrupted, std::string* error) {
   std::vector<store::StoredSession> sessions;
   if (!s.state->LoadSessions(&sessions, error)) {
     *error = s.state->path() + ": " + *error;
@@ -135,8 +138,7 @@ bool RestoreState(Server::Impl& s, std::string* error) {
       ++unknown;  // credentials withdrawn since: that device is refused anyway
     }
   }
-  std::vector<store::StoredJob> abandoned;
-  if (!s.state->AbandonInterruptedJobs(&abandoned, error)) {
+  if (!s.state->InterruptedJobs(interrupted, error)) {
     *error = s.state->path() + ": " + *error;
     return false;
   }
@@ -144,11 +146,7 @@ bool RestoreState(Server::Impl& s, std::string* error) {
                                 {"start", s.state->start()},
                                 {"sessions", restored},
                                 {"sessions_of_unknown_devices", unknown},
-                                {"jobs_abandoned", abandoned.size()}});
-  for (const store::StoredJob& job : abandoned) {
-    s.log.Warn("job_abandoned",
-               {{"job", job.job_id}, {"kind", job.kind}, {"stage", job.stage}, {"start", job.start}, {"reason", job.reason}});
-  }
+                                {"jobs_interrupted", interrupted->size()}});
   return true;
 }
 
@@ -205,7 +203,7 @@ std::unique_ptr<Server> Server::Create(const ServerConfig& config, Logger& log, 
   // handed out (relay.h).
   const uint64_t first_relay_id = s.state ? (s.state->start() << 40) + 1 : 1;
   s.relay = std::make_unique<Relay>(*s.registry, RelayLimitsFromConfig(config), first_relay_id);
-  if (s.state && !RestoreState(s, error)) return nullptr;
+  if (s.state && !RestoreState(s, &s.interrupted, error)) return nullptr;
 
   s.context.config = config;
   s.context.log = &log;
@@ -222,6 +220,14 @@ std::unique_ptr<Server> Server::Create(const ServerConfig& config, Logger& log, 
       if (!verified) raw->exit_status = 1;
     }, [raw] { raw->PostStop("exit_after_jobs reached"); });
     s.context.jobs = s.jobs.get();
+  } else if (s.state) {
+    // No job runs here: nothing can continue them.
+    for (const store::StoredJob& job : s.interrupted) {
+      if (!s.state->EndJob(job.job_id, "abandoned", "server restart", error)) return nullptr;
+      log.Warn("job_abandoned", {{"job", job.job_id}, {"kind", job.kind}, {"stage", job.stage}, {"start", job.start},
+                                 {"reason", "server restart"}, {"not_continued", "no job configured"}});
+    }
+    s.interrupted.clear();
   }
 
   boost::system::error_code ec;
@@ -261,7 +267,7 @@ int Server::Run() {
     if (!ec) s.PostStop(signal == SIGINT ? "SIGINT" : "SIGTERM");
   });
   asio::co_spawn(s.control, s.Accept(), asio::detached);
-  if (s.jobs) s.jobs->Start();
+  if (s.jobs) s.jobs->Start(std::move(s.interrupted));
 
   std::vector<std::thread> threads;
   const unsigned extra = s.config.threads > 1 ? s.config.threads - 1 : 0;

@@ -13,7 +13,16 @@ constexpr std::string_view kSchema =
     "CREATE TABLE IF NOT EXISTS sessions(device INTEGER PRIMARY KEY, session INTEGER NOT NULL,"
     " token BLOB NOT NULL);"
     "CREATE TABLE IF NOT EXISTS jobs(job_id INTEGER PRIMARY KEY, kind TEXT NOT NULL, stage INTEGER NOT NULL,"
-    " state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', start INTEGER NOT NULL);";
+    " state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '', start INTEGER NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS job_inputs(job_id INTEGER PRIMARY KEY, participants BLOB NOT NULL,"
+    " handoff BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS job_events(job_id INTEGER NOT NULL, seq INTEGER NOT NULL, type INTEGER NOT NULL,"
+    " device INTEGER NOT NULL, round INTEGER NOT NULL, artefact INTEGER NOT NULL, now_us INTEGER NOT NULL,"
+    " payload BLOB NOT NULL, entropy BLOB NOT NULL, undeliverable BLOB NOT NULL, digest INTEGER NOT NULL,"
+    " PRIMARY KEY(job_id, seq)) WITHOUT ROWID;";
+
+// Version 1 had no job journal; its tables are unchanged in version 2.
+constexpr int64_t kOldestReadableVersion = 1;
 
 bool Prefixed(const std::string& prefix, std::string* error) {
   if (error != nullptr) *error = prefix + ": " + *error;
@@ -45,6 +54,7 @@ std::unique_ptr<ServerStateStore> ServerStateStore::Open(const std::string& data
 
 ServerStateStore::~ServerStateStore() {
   save_session_ = Statement();  // finalized before the database closes
+  append_event_ = Statement();
 }
 
 bool ServerStateStore::Initialise(std::string* error) {
@@ -83,6 +93,8 @@ bool ServerStateStore::Initialise(std::string* error) {
   if (!ReadMeta("schema_version", &version, &found, error)) return false;
   if (!found) {
     if (!WriteMeta("schema_version", kSchemaVersion, error)) return false;
+  } else if (version >= kOldestReadableVersion && version < kSchemaVersion) {
+    if (!WriteMeta("schema_version", kSchemaVersion, error)) return false;  // the new tables exist now
   } else if (version != kSchemaVersion) {
     *error = "schema version " + std::to_string(version) + ", this server reads version " +
              std::to_string(kSchemaVersion);
@@ -93,10 +105,14 @@ bool ServerStateStore::Initialise(std::string* error) {
   if (!tx.Commit(error)) return false;
   start_ = static_cast<uint64_t>(starts + 1);
   return db_.Prepare(
-      "INSERT INTO sessions(device, session, token) VALUES(?, ?, ?) "
-      "ON CONFLICT(device) DO UPDATE SET session = excluded.session, token = excluded.token "
-      "WHERE excluded.session > sessions.session",
-      &save_session_, error);
+             "INSERT INTO sessions(device, session, token) VALUES(?, ?, ?) "
+             "ON CONFLICT(device) DO UPDATE SET session = excluded.session, token = excluded.token "
+             "WHERE excluded.session > sessions.session",
+             &save_session_, error) &&
+         db_.Prepare(
+             "INSERT INTO job_events(job_id, seq, type, device, round, artefact, now_us, payload, entropy,"
+             " undeliverable, digest) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             &append_event_, error);
 }
 
 bool ServerStateStore::ReadMeta(std::string_view key, int64_t* value, bool* found, std::string* error) {
@@ -180,12 +196,25 @@ bool ServerStateStore::BeginJob(std::string_view kind, uint32_t stage, uint64_t*
 
 bool ServerStateStore::EndJob(uint64_t job_id, std::string_view state, std::string_view reason, std::string* error) {
   std::lock_guard<std::mutex> lock(mutex_);
+  Transaction tx(db_, error);
+  if (!tx.ok()) return Prefixed("end job " + std::to_string(job_id), error);
   Statement update;
   if (!db_.Prepare("UPDATE jobs SET state = ?, reason = ? WHERE job_id = ?", &update, error)) return false;
   update.Bind(1, state);
   update.Bind(2, reason);
   update.Bind(3, static_cast<int64_t>(job_id));
-  return update.Run(error) || Prefixed("end job " + std::to_string(job_id), error);
+  if (!update.Run(error)) return Prefixed("end job " + std::to_string(job_id), error);
+  // A job that ended is never continued: its journal goes (one still
+  // running keeps it, whatever its state says).
+  if (state == "finished" || state == "verified" || state == "abandoned") {
+    for (const char* sql : {"DELETE FROM job_events WHERE job_id = ?", "DELETE FROM job_inputs WHERE job_id = ?"}) {
+      Statement remove;
+      if (!db_.Prepare(sql, &remove, error)) return false;
+      remove.Bind(1, static_cast<int64_t>(job_id));
+      if (!remove.Run(error)) return Prefixed("end job " + std::to_string(job_id), error);
+    }
+  }
+  return tx.Commit(error) || Prefixed("end job " + std::to_string(job_id), error);
 }
 
 bool ServerStateStore::LoadJobs(std::vector<StoredJob>* out, std::string* error) {
@@ -212,16 +241,141 @@ bool ServerStateStore::LoadJobs(std::vector<StoredJob>* out, std::string* error)
 
 bool ServerStateStore::AbandonInterruptedJobs(std::vector<StoredJob>* abandoned, std::string* error) {
   std::vector<StoredJob> jobs;
-  if (!LoadJobs(&jobs, error)) return false;
+  if (!InterruptedJobs(&jobs, error)) return false;
   abandoned->clear();
   for (StoredJob& job : jobs) {
-    if (job.state != "running" || job.start >= start_) continue;
     job.state = "abandoned";
     job.reason = "server restart";
     if (!EndJob(job.job_id, job.state, job.reason, error)) return false;
     abandoned->push_back(std::move(job));
   }
   return true;
+}
+
+bool ServerStateStore::InterruptedJobs(std::vector<StoredJob>* out, std::string* error) {
+  std::vector<StoredJob> jobs;
+  if (!LoadJobs(&jobs, error)) return false;
+  out->clear();
+  for (StoredJob& job : jobs) {
+    if ((job.state == "running" || job.state == "running-unjournaled") && job.start < start_) {
+      out->push_back(std::move(job));
+    }
+  }
+  return true;
+}
+
+bool ServerStateStore::AdoptJob(uint64_t job_id, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Statement update;
+  if (!db_.Prepare("UPDATE jobs SET start = ? WHERE job_id = ? AND state = 'running'", &update, error)) return false;
+  update.Bind(1, static_cast<int64_t>(start_));
+  update.Bind(2, static_cast<int64_t>(job_id));
+  return update.Run(error) || Prefixed("adopt job " + std::to_string(job_id), error);
+}
+
+namespace {
+std::vector<uint8_t> PackIds(const std::vector<uint32_t>& ids) {
+  std::vector<uint8_t> out(4 * ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (size_t b = 0; b < 4; ++b) out[4 * i + b] = static_cast<uint8_t>(ids[i] >> (8 * b));
+  }
+  return out;
+}
+}  // namespace
+
+bool ServerStateStore::SaveJobInputs(uint64_t job_id, const std::vector<uint32_t>& participants,
+                                     const std::vector<uint8_t>& handoff, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Statement insert;
+  if (!db_.Prepare("INSERT OR REPLACE INTO job_inputs(job_id, participants, handoff) VALUES(?, ?, ?)", &insert,
+                   error)) {
+    return false;
+  }
+  const std::vector<uint8_t> ids = PackIds(participants);
+  insert.Bind(1, static_cast<int64_t>(job_id));
+  insert.Bind(2, std::span<const uint8_t>(ids));
+  insert.Bind(3, std::span<const uint8_t>(handoff));
+  return insert.Run(error) || Prefixed("save inputs of job " + std::to_string(job_id), error);
+}
+
+bool ServerStateStore::LoadJobInputs(uint64_t job_id, std::vector<uint32_t>* participants,
+                                     std::vector<uint8_t>* handoff, bool* found, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Statement read;
+  if (!db_.Prepare("SELECT participants, handoff FROM job_inputs WHERE job_id = ?", &read, error)) return false;
+  read.Bind(1, static_cast<int64_t>(job_id));
+  const Step step = read.Next(error);
+  if (step == Step::kError) return false;
+  *found = step == Step::kRow;
+  participants->clear();
+  handoff->clear();
+  if (!*found) return true;
+  const std::vector<uint8_t> ids = read.Blob(0);
+  if (ids.size() % 4 != 0) {
+    *error = "job_inputs: malformed participants of job " + std::to_string(job_id);
+    return false;
+  }
+  for (size_t i = 0; i < ids.size(); i += 4) {
+    participants->push_back(uint32_t{ids[i]} | uint32_t{ids[i + 1]} << 8 | uint32_t{ids[i + 2]} << 16 |
+                            uint32_t{ids[i + 3]} << 24);
+  }
+  *handoff = read.Blob(1);
+  return true;
+}
+
+bool ServerStateStore::AppendJobEvents(uint64_t job_id, const std::vector<JournalEvent>& events, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Transaction tx(db_, error);
+  if (!tx.ok()) return Prefixed("journal of job " + std::to_string(job_id), error);
+  for (const JournalEvent& e : events) {
+    Statement& s = append_event_;
+    s.Bind(1, static_cast<int64_t>(job_id));
+    s.Bind(2, static_cast<int64_t>(e.seq));
+    s.Bind(3, int64_t{e.type});
+    s.Bind(4, int64_t{e.device});
+    s.Bind(5, int64_t{e.round});
+    s.Bind(6, int64_t{e.artefact});
+    s.Bind(7, static_cast<int64_t>(e.now_us));
+    s.Bind(8, std::span<const uint8_t>(e.payload));
+    s.Bind(9, std::span<const uint8_t>(e.entropy));
+    s.Bind(10, std::span<const uint8_t>(e.undeliverable));
+    s.Bind(11, static_cast<int64_t>(e.digest));
+    if (!s.Run(error)) return Prefixed("journal of job " + std::to_string(job_id), error);
+  }
+  return tx.Commit(error) || Prefixed("journal of job " + std::to_string(job_id), error);
+}
+
+bool ServerStateStore::LoadJobEvents(uint64_t job_id, std::vector<JournalEvent>* out, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  out->clear();
+  Statement read;
+  if (!db_.Prepare("SELECT seq, type, device, round, artefact, now_us, payload, entropy, undeliverable, digest "
+                   "FROM job_events WHERE job_id = ? ORDER BY seq",
+                   &read, error)) {
+    return false;
+  }
+  read.Bind(1, static_cast<int64_t>(job_id));
+  for (;;) {
+    const Step step = read.Next(error);
+    if (step == Step::kDone) return true;
+    if (step == Step::kError) return false;
+    JournalEvent e;
+    e.seq = static_cast<uint64_t>(read.Int(0));
+    e.type = static_cast<uint32_t>(read.Int(1));
+    e.device = static_cast<uint32_t>(read.Int(2));
+    e.round = static_cast<uint32_t>(read.Int(3));
+    e.artefact = static_cast<uint32_t>(read.Int(4));
+    e.now_us = static_cast<uint64_t>(read.Int(5));
+    e.payload = read.Blob(6);
+    e.entropy = read.Blob(7);
+    e.undeliverable = read.Blob(8);
+    e.digest = static_cast<uint64_t>(read.Int(9));
+    if (e.seq != out->size() + 1) {
+      *error = "job_events: job " + std::to_string(job_id) + " misses event " + std::to_string(out->size() + 1);
+      return false;
+    }
+    out->push_back(std::move(e));
+  }
 }
 
 }  // namespace nodefl::server::store

@@ -179,6 +179,144 @@ TEST_F(StateStoreTest, AnotherSchemaVersionIsRefused) {
   EXPECT_NE(error.find("schema version 99"), std::string::npos) << error;
 }
 
+TEST_F(StateStoreTest, AVersionOneFileGainsTheJournalAndKeepsItsSessions) {
+  {
+    auto store = OpenOrFail();
+    ASSERT_NE(store, nullptr);
+    std::string error;
+    ASSERT_TRUE(store->SaveSession(7, 3, Token(0x11), &error)) << error;
+  }
+  {  // as the first schema left it: no journal tables, version 1
+    Database db;
+    std::string error;
+    ASSERT_TRUE(db.Open((dir_ / kStateFileName).string(), &error)) << error;
+    ASSERT_TRUE(db.Exec("DROP TABLE job_events; DROP TABLE job_inputs;"
+                        "UPDATE meta SET value = 1 WHERE key = 'schema_version'",
+                        &error))
+        << error;
+  }
+  auto store = OpenOrFail();
+  ASSERT_NE(store, nullptr);
+  std::string error;
+  std::vector<StoredSession> sessions;
+  ASSERT_TRUE(store->LoadSessions(&sessions, &error)) << error;
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0].session, 3u);
+  uint64_t id = 0;
+  ASSERT_TRUE(store->BeginJob("secure-compare", 1, &id, &error)) << error;
+  EXPECT_TRUE(store->SaveJobInputs(id, {1, 2}, {}, &error)) << error;
+  store.reset();
+  Database db;
+  ASSERT_TRUE(db.Open((dir_ / kStateFileName).string(), &error)) << error;
+  Statement version;
+  ASSERT_TRUE(db.Prepare("SELECT value FROM meta WHERE key = 'schema_version'", &version, &error)) << error;
+  ASSERT_EQ(version.Next(&error), Step::kRow);
+  EXPECT_EQ(version.Int(0), kSchemaVersion);
+}
+
+JournalEvent Event(uint64_t seq, uint32_t type, uint64_t now_us) {
+  JournalEvent e;
+  e.seq = seq;
+  e.type = type;
+  e.device = 1000 + static_cast<uint32_t>(seq);
+  e.round = 2;
+  e.artefact = 3;
+  e.now_us = now_us;
+  e.payload = {uint8_t(seq), 0, 0xff};
+  e.entropy = seq == 1 ? std::vector<uint8_t>(32, 0xab) : std::vector<uint8_t>();
+  e.undeliverable = {5, 0, 0, 0, 1};
+  e.digest = 0xf000'0000'0000'0000ull + seq;  // above INT64_MAX: kept as the same 64 bits
+  return e;
+}
+
+TEST_F(StateStoreTest, AJobJournalSurvivesARestartInOrderAndGoesWhenTheJobEnds) {
+  uint64_t job = 0;
+  {
+    auto store = OpenOrFail();
+    ASSERT_NE(store, nullptr);
+    std::string error;
+    ASSERT_TRUE(store->BeginJob("fedwalk-walks", 2, &job, &error)) << error;
+    ASSERT_TRUE(store->SaveJobInputs(job, {4, 9, 33}, {1, 2, 3, 4}, &error)) << error;
+    ASSERT_TRUE(store->AppendJobEvents(job, {Event(1, 1, 10), Event(2, 4, 20)}, &error)) << error;
+    ASSERT_TRUE(store->AppendJobEvents(job, {Event(3, 2, 30)}, &error)) << error;
+  }
+  auto store = OpenOrFail();
+  ASSERT_NE(store, nullptr);
+  std::string error;
+  std::vector<StoredJob> interrupted;
+  ASSERT_TRUE(store->InterruptedJobs(&interrupted, &error)) << error;
+  ASSERT_EQ(interrupted.size(), 1u);
+  EXPECT_EQ(interrupted[0].job_id, job);
+  EXPECT_EQ(interrupted[0].state, "running");  // nothing changed by looking
+  std::vector<uint32_t> participants;
+  std::vector<uint8_t> handoff;
+  bool found = false;
+  ASSERT_TRUE(store->LoadJobInputs(job, &participants, &handoff, &found, &error)) << error;
+  ASSERT_TRUE(found);
+  EXPECT_EQ(participants, (std::vector<uint32_t>{4, 9, 33}));
+  EXPECT_EQ(handoff, (std::vector<uint8_t>{1, 2, 3, 4}));
+  std::vector<JournalEvent> events;
+  ASSERT_TRUE(store->LoadJobEvents(job, &events, &error)) << error;
+  ASSERT_EQ(events.size(), 3u);
+  for (uint64_t i = 0; i < 3; ++i) {
+    const JournalEvent want = Event(i + 1, i == 0 ? 1 : i == 1 ? 4 : 2, 10 * (i + 1));
+    EXPECT_EQ(events[i].seq, want.seq);
+    EXPECT_EQ(events[i].type, want.type);
+    EXPECT_EQ(events[i].device, want.device);
+    EXPECT_EQ(events[i].round, want.round);
+    EXPECT_EQ(events[i].artefact, want.artefact);
+    EXPECT_EQ(events[i].now_us, want.now_us);
+    EXPECT_EQ(events[i].payload, want.payload);
+    EXPECT_EQ(events[i].entropy, want.entropy);
+    EXPECT_EQ(events[i].undeliverable, want.undeliverable);
+    EXPECT_EQ(events[i].digest, want.digest);
+  }
+  // Adopted by this start: a further restart finds it interrupted again.
+  ASSERT_TRUE(store->AdoptJob(job, &error)) << error;
+  ASSERT_TRUE(store->InterruptedJobs(&interrupted, &error)) << error;
+  EXPECT_TRUE(interrupted.empty());
+  ASSERT_TRUE(store->EndJob(job, "verified", "", &error)) << error;
+  ASSERT_TRUE(store->LoadJobInputs(job, &participants, &handoff, &found, &error)) << error;
+  EXPECT_FALSE(found);
+  ASSERT_TRUE(store->LoadJobEvents(job, &events, &error)) << error;
+  EXPECT_TRUE(events.empty());
+}
+
+TEST_F(StateStoreTest, AJournalWithAGapIsRefusedAndABatchIsAllOrNothing) {
+  auto store = OpenOrFail();
+  ASSERT_NE(store, nullptr);
+  std::string error;
+  uint64_t job = 0;
+  ASSERT_TRUE(store->BeginJob("secure-compare", 1, &job, &error)) << error;
+  ASSERT_TRUE(store->AppendJobEvents(job, {Event(1, 1, 10)}, &error)) << error;
+  // A batch repeating event 1 fails as a whole: event 2 is not kept either.
+  EXPECT_FALSE(store->AppendJobEvents(job, {Event(2, 4, 20), Event(1, 4, 30)}, &error));
+  std::vector<JournalEvent> events;
+  ASSERT_TRUE(store->LoadJobEvents(job, &events, &error)) << error;
+  EXPECT_EQ(events.size(), 1u);
+  ASSERT_TRUE(store->AppendJobEvents(job, {Event(3, 4, 30)}, &error)) << error;
+  EXPECT_FALSE(store->LoadJobEvents(job, &events, &error));
+  EXPECT_NE(error.find("misses event 2"), std::string::npos) << error;
+}
+
+TEST_F(StateStoreTest, AJobWhoseJournalFailedIsInterruptedButKeepsItsState) {
+  uint64_t job = 0;
+  {
+    auto store = OpenOrFail();
+    ASSERT_NE(store, nullptr);
+    std::string error;
+    ASSERT_TRUE(store->BeginJob("secure-compare", 1, &job, &error)) << error;
+    ASSERT_TRUE(store->EndJob(job, "running-unjournaled", "disk full", &error)) << error;
+  }
+  auto store = OpenOrFail();
+  ASSERT_NE(store, nullptr);
+  std::string error;
+  std::vector<StoredJob> interrupted;
+  ASSERT_TRUE(store->InterruptedJobs(&interrupted, &error)) << error;
+  ASSERT_EQ(interrupted.size(), 1u);
+  EXPECT_EQ(interrupted[0].state, "running-unjournaled");
+}
+
 TEST_F(StateStoreTest, ADataDirectoryThatCannotBeCreatedIsAnError) {
   fs::create_directories(dir_);
   { std::ofstream(dir_ / "file") << "x"; }

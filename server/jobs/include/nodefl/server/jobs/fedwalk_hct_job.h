@@ -113,6 +113,9 @@ class FedWalkHctJob final : public Job {
   const std::string& compute_error() const { return compute_error_; }
   // Devices that completed all three rounds (they can take part in walks).
   std::vector<uint32_t> CompletedDevices() const;
+  // The walk job's inputs (fedwalk_walk_handoff.h); empty after a compute
+  // error (no walk job follows).
+  std::vector<uint8_t> HandOff() const override;
   bool scaled_encoder() const { return options_.scaled_encoder; }
 
  private:

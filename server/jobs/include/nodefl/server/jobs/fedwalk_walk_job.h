@@ -123,6 +123,10 @@ class FedWalkWalkJob final : public Job {
   std::vector<RoundStart> Poll(uint64_t now_us) override;
   std::vector<DeviceData> TakeData() override;
   void OnUndeliverable(uint32_t device, uint64_t now_us) override;
+  // A function of its inputs (salt and seed through FillJobEntropy; the
+  // SkipGram run at the end starts again if it was cut off): a server
+  // restart continues it from its journal (Job::continuable).
+  bool continuable() const override { return true; }
   bool finished() const override { return phase_ == Phase::kFinished; }
   bool succeeded() const override;
   std::string ProgressLine() const override;

@@ -71,6 +71,21 @@ class Job {
   // connections is not taken for gone.
   virtual void OnDataUndeliverable(const DeviceData& data, uint64_t now_us) { OnUndeliverable(data.device, now_us); }
 
+  // Continuation after a server restart (docs/reliability.md, "Server
+  // restarts"): the runner journals every call above with its time and
+  // makes a continuable job again from the same inputs, replaying the
+  // journal. A job is continuable when it is a function of those calls
+  // alone: salts and seeds through FillJobEntropy (job_entropy.h), no
+  // background work whose timing changes its answers. The runner checks
+  // each replayed call's answers against the journal and runs the job
+  // again from the start when they differ.
+  virtual bool continuable() const { return false; }
+  // What the next stage of the plan needs from this finished job, as
+  // bytes: kept with the next job, which is made from them when it is
+  // continued after a restart (the finished job is not kept). Empty:
+  // nothing, or the next stage cannot be continued.
+  virtual std::vector<uint8_t> HandOff() const { return {}; }
+
   virtual bool finished() const = 0;
   // Finished and everything it set out to do was done and checked.
   virtual bool succeeded() const = 0;

@@ -83,6 +83,9 @@ class SecureCompareJob final : public Job {
   std::vector<RoundStart> Poll(uint64_t now_us) override;
   std::vector<DeviceData> TakeData() override;
   void OnUndeliverable(uint32_t device, uint64_t now_us) override;
+  // A function of its inputs (the salt through FillJobEntropy): a server
+  // restart continues it from its journal (Job::continuable).
+  bool continuable() const override { return true; }
   bool finished() const override { return phase_ == Phase::kFinished; }
   bool succeeded() const override;
   std::string ProgressLine() const override;

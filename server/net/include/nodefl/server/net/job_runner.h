@@ -26,6 +26,7 @@
 
 #include "nodefl/server/jobs/job.h"
 #include "nodefl/server/net/server_context.h"
+#include "nodefl/server/store/state_store.h"
 
 namespace nodefl::server::net {
 
@@ -36,7 +37,11 @@ class JobRunner final : public JobSink {
   JobRunner(boost::asio::io_context& io, ServerContext& context, std::vector<uint32_t> known_devices,
             std::function<void(bool)> on_finished, std::function<void()> on_all_done);
 
-  void Start();
+  // `interrupted`: jobs an earlier server process left running (from
+  // ServerStateStore::InterruptedJobs). The runner continues the last one
+  // from its journal when it can and records the others, and that one if
+  // it cannot, as abandoned (docs/reliability.md, "Server restarts").
+  void Start(std::vector<store::StoredJob> interrupted = {});
   void Stop();
   void OnJobReport(uint32_t device, uint64_t job_id, uint32_t round,
                    const nodefl_wire_JobReport& report) override;
@@ -61,6 +66,57 @@ class JobRunner final : public JobSink {
   // has not reported yet (see sent_starts_), and gives up on one that has
   // been offline longer than offline_grace_ms (Job::OnUndeliverable).
   void WatchUnreportedDevices();
+
+  // ---- the job journal (docs/reliability.md, "Server restarts") ----
+  // Every call into a continuable job is one event: fed live (journaled,
+  // its answers' sends held until the event is in the journal, so no device
+  // sees an answer a continuation would not give again) or replayed from
+  // the journal after a restart (nothing sent; the answers are checked
+  // against the journal's digest, and where the first process could not
+  // deliver one the replay tells the job so at the same point).
+  enum class EventType : uint32_t { kBegin = 1, kReport = 2, kUpload = 3, kPoll = 4, kGone = 5, kDirectory = 6 };
+  struct Feeding;
+  class Tape;
+  // Live: `report` for kReport, `bytes` for kUpload. Returns false when a
+  // replayed event's answers differ from the journal's.
+  bool Feed(store::JournalEvent& event, bool replay, const nodefl_wire_JobReport* report = nullptr,
+            std::vector<uint8_t> bytes = {}, std::vector<uint32_t> participants = {}, const jobs::Job* previous = nullptr);
+  void FeedLive(EventType type, uint32_t device = 0, uint32_t round = 0, uint32_t artefact = 0,
+                const nodefl_wire_JobReport* report = nullptr, std::vector<uint8_t> bytes = {});
+  // The job could not be handed a start (what = 0) or a record (what = 1)
+  // for `device`: live, whether it is offline (recorded); replayed, whether
+  // the first process recorded so at this point.
+  bool Undeliverable(uint32_t device, uint8_t what, bool offline);
+  // Journals a fed event (at once if `write_now` or it has answers) and
+  // then sends its answers.
+  void JournalAndSend(store::JournalEvent event, bool write_now);
+  // Logs the made job and decides whether it is journaled.
+  void OnJobMade();
+  // The fed event's time (the job's clock), else now.
+  uint64_t EventNow() const;
+  // A send to a device: held while an event is fed live, until the event
+  // is journaled; at once otherwise.
+  void Send(std::function<void()> send);
+  void FlushJournal();
+  // A journal write failed: the job runs on but is no longer continued.
+  void StopJournal(const std::string& why);
+  void ResetJobState();
+  // Continues `job` from its journal; false (with `*why`) when it cannot.
+  bool ContinueJob(const store::StoredJob& job, std::string* why);
+  void ContinueOrAbandon(std::vector<store::StoredJob> interrupted);
+  Feeding* feeding_ = nullptr;
+  bool journaling_ = false;  // the current job is continuable and a state store is open
+  uint64_t journal_seq_ = 0;
+  std::vector<store::JournalEvent> journal_pending_;
+  std::vector<std::function<void()>> outbox_;
+  int64_t clock_offset_us_ = 0;  // a continued job's time goes on from its journal's last event
+  uint64_t replay_last_now_us_ = 0;
+  std::chrono::steady_clock::time_point last_journal_flush_{};
+  // What StartStage makes the job from, for OnJobMade.
+  size_t begin_count_ = 0;
+  bool begin_from_previous_ = false;
+  std::vector<uint32_t> begin_participants_;
+  std::vector<uint8_t> begin_handoff_;
 
   ServerContext& ctx_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;

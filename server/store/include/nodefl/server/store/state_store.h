@@ -12,7 +12,8 @@
 // (locking_mode=EXCLUSIVE): a second server on the same directory is
 // refused at Open, and nothing else may write it while the server runs.
 //
-// What it holds (schema version 1, docs/reliability.md "Server restarts"):
+// What it holds (schema version 2, docs/reliability.md "Server restarts";
+// a version-1 file gains the job journal's tables when opened):
 //   meta      schema_version; starts (how many times a server opened this
 //             directory: the restart number, which numbers relay messages
 //             and jobs so that nothing a device saw before is reused);
@@ -22,8 +23,15 @@
 //             resumes its session on the restarted server
 //   jobs      every job started: id, kind, stage, state (running,
 //             finished, verified, abandoned) and the reason; a job still
-//             "running" when a server starts was cut off by a restart, and
-//             is recorded as abandoned
+//             "running" when a server starts was cut off by a restart: the
+//             server continues it from its journal or records it as
+//             abandoned
+//   job_inputs per job what it was made from: its participants and the
+//             previous stage's hand-off (jobs::Job::HandOff)
+//   job_events per job, in order, every call the runner made into it (a
+//             report, an upload, a poll, ...) with its time, the entropy
+//             the job drew, where its answers could not be delivered, and
+//             a digest of its answers: a continuation replays them
 //
 // Thread-safe: every method takes the store's mutex.
 #pragma once
@@ -41,7 +49,7 @@
 
 namespace nodefl::server::store {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 inline constexpr const char* kStateFileName = "server-state.sqlite";
 
 struct StoredSession {
@@ -54,9 +62,26 @@ struct StoredJob {
   uint64_t job_id = 0;
   std::string kind;
   uint32_t stage = 0;
-  std::string state;  // running, finished, verified, abandoned
+  // running, finished, verified, abandoned; running-unjournaled: running,
+  // but its journal failed a write (it is not continued)
+  std::string state;
   std::string reason;
   uint64_t start = 0;  // the server start (meta starts) that ran it
+};
+
+// One call the JobRunner made into a job (net/job_runner.h gives the
+// types and fields their meaning; the store keeps them as they are).
+struct JournalEvent {
+  uint64_t seq = 0;  // 1, 2, ... per job
+  uint32_t type = 0;
+  uint32_t device = 0;
+  uint32_t round = 0;
+  uint32_t artefact = 0;
+  uint64_t now_us = 0;
+  std::vector<uint8_t> payload;
+  std::vector<uint8_t> entropy;
+  std::vector<uint8_t> undeliverable;
+  uint64_t digest = 0;
 };
 
 class ServerStateStore final : public SessionLog {
@@ -80,12 +105,30 @@ class ServerStateStore final : public SessionLog {
   // Job ids continue across restarts: a restarted server never reuses an id
   // a device may still hold. Records the job as running.
   bool BeginJob(std::string_view kind, uint32_t stage, uint64_t* job_id, std::string* error);
-  // state: finished, verified or abandoned.
+  // state: finished, verified or abandoned (the job's journal is deleted),
+  // or running-unjournaled.
   bool EndJob(uint64_t job_id, std::string_view state, std::string_view reason, std::string* error);
   // Jobs of earlier starts still recorded as running: each is marked
   // abandoned ("server restart") and returned. Called once, at start-up.
   bool AbandonInterruptedJobs(std::vector<StoredJob>* abandoned, std::string* error);
   bool LoadJobs(std::vector<StoredJob>* out, std::string* error);
+  // Jobs of earlier starts still recorded as running or
+  // running-unjournaled (cut off by a restart), by id. Nothing is changed.
+  bool InterruptedJobs(std::vector<StoredJob>* out, std::string* error);
+  // This start takes over an interrupted job it continues: the job is
+  // recorded as run by this start (a later restart finds it interrupted
+  // again).
+  bool AdoptJob(uint64_t job_id, std::string* error);
+
+  // The job journal. Inputs are written once, when the job is made; events
+  // in batches, each batch one transaction (all or none of it survives a
+  // kill).
+  bool SaveJobInputs(uint64_t job_id, const std::vector<uint32_t>& participants, const std::vector<uint8_t>& handoff,
+                     std::string* error);
+  bool LoadJobInputs(uint64_t job_id, std::vector<uint32_t>* participants, std::vector<uint8_t>* handoff,
+                     bool* found, std::string* error);
+  bool AppendJobEvents(uint64_t job_id, const std::vector<JournalEvent>& events, std::string* error);
+  bool LoadJobEvents(uint64_t job_id, std::vector<JournalEvent>* out, std::string* error);
 
  private:
   ServerStateStore() = default;
@@ -96,6 +139,7 @@ class ServerStateStore final : public SessionLog {
   std::mutex mutex_;
   Database db_;
   Statement save_session_;
+  Statement append_event_;
   uint64_t start_ = 0;
 };
 
