@@ -99,7 +99,7 @@ wait_for "$started" "$out/server1.log" 120 || { echo "FAIL: the $interrupted job
 id=$(grep -E "$started" "$out/server1.log" | head -1 | grep -o ' job=[0-9]*' | cut -d= -f2)
 wait_for "event=job_round job=$id round=2 " "$out/server1.log" 120 ||
   { echo "FAIL: the $interrupted job (job $id) never reached round 2"; exit 1; }
-sleep 0.5
+sleep "${NODEFL_RESTART_KILL_AFTER:-0.5}"
 kill -9 "$server_pid"
 wait "$server_pid" 2>/dev/null || true
 server_pid=
