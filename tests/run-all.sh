@@ -15,7 +15,9 @@
 #            (SLOW / HOST_ONLY in tests/cmake/nodefl_discover_tests.cmake),
 #            each test binary's cases in one process (one CTest test)
 #   armhf    build/armhf: same with toolchains/arm-linux-gnueabihf.cmake under
-#            qemu-arm, less a few multi-device simulations (ARMHF_LEFT_OUT);
+#            qemu-arm, for the test binaries whose code depends on the word
+#            size (ARMHF_TEST_BINARIES; the role state machines run on
+#            aarch64 and the host);
 #            if qemu-arm cannot run a test binary at all on this machine
 #            the stage is reported as BUILT ONLY (not a failure)
 #   tsan     build/tsan: the server's network layer with ThreadSanitizer: the
@@ -201,18 +203,25 @@ TSAN_TARGETS=(nodefl_stream_test nodefl_server_net_test nodefl_transport_integra
               nodefl_fault_injection_integration_test)
 TSAN_TESTS='^(WakeLatchTest|TlsSocketStreamTest|ConnectionStreamTest|RelayRoomTest|TransportTest|RelayCreditTest|NeighbourEchoKarateTest)\.|FaultInjectionTest.*/(echo_killed_|echo_wire|compare_killed|lumos_trim_killed_and)'
 
-# armhf runs the aarch64 subset but for the multi-device simulations that
-# repeat a role's protocol over many devices and restarts (nonce reuse
-# across replays and restarts, a ring of walks, MCMC keying and moves) and
-# the sweep that drops each message of a base-OT comparison in turn:
-# aarch64 runs them under emulation, the host natively, and their logic
-# does not depend on the word size; armhf keeps every unit case of those
-# roles. About a third of the stage's test time. A gtest filter, given to
-# the build (NODEFL_CROSS_LEFT_OUT in tests/CMakeLists.txt).
-ARMHF_LEFT_OUT='*NoNonceRepeats*:*.ManyWalksAcrossARingAllComplete:CompareAbortTest.DroppedMessageAtEveryStepBase8'
-ARMHF_LEFT_OUT+=':LumosMcmcRoleTest.KeysThenComparisonsOfWorkloadsWithNeighbours'
-ARMHF_LEFT_OUT+=':LumosMcmcRoleTest.ANonNeighbourIsKeyedOnDemandEvenWhenItsFirstMessageComesFirst'
-ARMHF_LEFT_OUT+=':LumosMcmcRoleTest.AMoveKeepsEveryEdgeCoveredAndARevertRestoresTheStartExactly'
+# armhf builds and runs the SDK test binaries whose code depends on the
+# word size or the 32-bit ABI: the core (spans, arena, storage plans), the
+# DRBG, the privacy ledger and the Laplace samplers (64-bit integer
+# arithmetic), the wire codec and frames, TLS, sealing, the device session
+# and pump, every role's arena sizing, FedWalk's binning and walk formats,
+# oblivious transfer and the secure comparison (bignums), secure
+# aggregation (modular arithmetic), the GNN layers over Eigen maps
+# (alignment) and the tree trainer. The role state machines (FedWalk,
+# neighbour echo, Lumos trimming and training, the comparison relay) and
+# the statistical encoder and exponential-mechanism checks run under
+# qemu-aarch64 and on the host; their logic is the same on 32 bits. In
+# compare_test armhf leaves out the sweep that drops each message of a
+# base-OT comparison in turn (aarch64 and the host run it).
+ARMHF_TEST_BINARIES='nodefl_core_test;nodefl_random_test;nodefl_privacy_test;nodefl_laplace_test'
+ARMHF_TEST_BINARIES+=';nodefl_protocol_test;nodefl_tls_test;nodefl_seal_test;nodefl_device_session_test'
+ARMHF_TEST_BINARIES+=';nodefl_device_pump_test;nodefl_role_sizing_test;nodefl_fedwalk_test;nodefl_fedwalk_walk_test'
+ARMHF_TEST_BINARIES+=';nodefl_ot_test;nodefl_compare_test;nodefl_secagg_test;nodefl_secagg_client_test'
+ARMHF_TEST_BINARIES+=';nodefl_gnn_test;nodefl_lumos_tree_trainer_test'
+ARMHF_LEFT_OUT='CompareAbortTest.DroppedMessageAtEveryStepBase8'
 
 CROSS_TOOLCHAIN_aarch64=toolchains/aarch64-linux-gnu.cmake
 CROSS_TOOLCHAIN_armhf=toolchains/arm-linux-gnueabihf.cmake
@@ -225,11 +234,11 @@ build_stage() {
     host)
       configure "$dir" "${NO_DEBUG_INFO[@]}" && build "$dir" ;;
     aarch64|armhf)
-      local toolchain_var="CROSS_TOOLCHAIN_$name" left_out=""
+      local toolchain_var="CROSS_TOOLCHAIN_$name" left_out="" binaries=""
       local toolchain=${!toolchain_var}
-      [[ $name == armhf ]] && left_out=$ARMHF_LEFT_OUT
+      [[ $name == armhf ]] && left_out=$ARMHF_LEFT_OUT binaries=$ARMHF_TEST_BINARIES
       configure "$dir" -DNODEFL_SDK_ONLY=ON -DCMAKE_TOOLCHAIN_FILE="$ROOT/$toolchain" "${NO_DEBUG_INFO[@]}" \
-                "-DNODEFL_CROSS_LEFT_OUT=$left_out" \
+                "-DNODEFL_CROSS_LEFT_OUT=$left_out" "-DNODEFL_CROSS_TEST_BINARIES=$binaries" \
         && build "$dir" && check_target_libraries "$dir" "$toolchain" ;;
     asan)
       configure "$dir" -DNODEFL_SDK_ONLY=ON -DNODEFL_SANITIZE=address,undefined "${ASAN_FLAGS[@]}" \

@@ -13,6 +13,7 @@
 
 #include "nodefl/server/core/config.h"
 #include "nodefl/server/jobs/fedwalk_walk_handoff.h"
+#include "nodefl/server/jobs/handed_off_stage.h"
 #include "nodefl/server/jobs/job_entropy.h"
 #include "nodefl/server/jobs/job_factory.h"
 
@@ -126,28 +127,6 @@ TEST(WalkHandOffTest, BytesThatAreNotOneAreRefused) {
   EXPECT_FALSE(DecodeWalkHandOff(bad, &out));
 }
 
-// A finished previous stage that is only its hand-off (as the runner
-// keeps it across a restart).
-class HandOffOnly final : public Job {
- public:
-  explicit HandOffOnly(std::vector<uint8_t> bytes) : bytes_(std::move(bytes)) {}
-  nodefl_wire_JobKind kind() const override { return nodefl_wire_JobKind_JOB_KIND_UNSPECIFIED; }
-  std::vector<RoundStart> Begin(uint64_t) override { return {}; }
-  std::vector<RoundStart> OnReport(uint32_t, uint32_t, const nodefl_wire_JobReport&, uint64_t) override { return {}; }
-  std::vector<RoundStart> OnUpload(uint32_t, uint32_t, uint32_t, std::vector<uint8_t>, uint64_t) override {
-    return {};
-  }
-  std::vector<RoundStart> Poll(uint64_t) override { return {}; }
-  std::vector<uint8_t> HandOff() const override { return bytes_; }
-  bool finished() const override { return true; }
-  bool succeeded() const override { return true; }
-  std::string ProgressLine() const override { return {}; }
-  void LogSummary(Logger&, uint64_t) const override {}
-
- private:
-  std::vector<uint8_t> bytes_;
-};
-
 TEST(WalkHandOffTest, TheWalkStageIsMadeFromAHandOffAlone) {
   ServerConfig config;
   config.job = "fedwalk";
@@ -157,7 +136,7 @@ TEST(WalkHandOffTest, TheWalkStageIsMadeFromAHandOffAlone) {
   h.epsilon_per_encoding = 1.0;
   h.score_sensitivity = 1.0;
   h.devices = {0, 2, 3, 5};
-  HandOffOnly previous(EncodeWalkHandOff(h));
+  HandedOffStage previous(EncodeWalkHandOff(h));
   FixedTape tape(1);
   ScopedEntropyTape scope(&tape);
   std::unique_ptr<Job> walks = MakeJob(config, "fedwalk-walks", 2, {}, &previous);
@@ -168,7 +147,7 @@ TEST(WalkHandOffTest, TheWalkStageIsMadeFromAHandOffAlone) {
   EXPECT_EQ(starts[0].devices, h.devices);  // the walkers are the hand-off's devices
   // Without a previous stage, or with bytes that are not a hand-off, none.
   EXPECT_EQ(MakeJob(config, "fedwalk-walks", 2, {}, nullptr), nullptr);
-  HandOffOnly broken(std::vector<uint8_t>{1, 2, 3});
+  HandedOffStage broken(std::vector<uint8_t>{1, 2, 3});
   EXPECT_EQ(MakeJob(config, "fedwalk-walks", 2, {}, &broken), nullptr);
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lumos training with secure sum over TLS against the same run without it:
-# Cora's first 300 nodes (the induced subgraph), strict mode, the same
+# Cora's first NODES nodes (the induced subgraph), strict mode, the same
 # parameter seed (lumos_train_seed) and the same device noise (nodefl-emulate
 # --noise-seed), trained once plain and once with --secure-sum
 # (lumos_secure_sum=true). The secure run must finish every aggregation and
@@ -8,8 +8,8 @@
 # node when that is more (the two runs differ only by the fixed-point code's
 # rounding and clipping, which Adam can carry into a few predictions).
 #
-# Usage: lumos_train_secure_sum_tls.sh DATASETS_DIR BUILD_DIR OUT_DIR [EPOCHS] [TOLERANCE]
-#   (defaults: 5 epochs, 0.02)
+# Usage: lumos_train_secure_sum_tls.sh DATASETS_DIR BUILD_DIR OUT_DIR [EPOCHS] [TOLERANCE] [NODES]
+#   (defaults: 5 epochs, 0.02, 300 nodes)
 # Prints one line per run and a verdict line starting "secure sum vs plain:";
 # exit status 0 when the verdict is PASS, 1 otherwise, 2 for bad arguments.
 set -euo pipefail
@@ -20,13 +20,15 @@ build=$2
 out=$3
 epochs=${4:-5}
 tolerance=${5:-0.02}
+nodes=${6:-300}
+[[ $nodes =~ ^[1-9][0-9]*$ ]] || { echo "$0: NODES is a positive whole number, not '$nodes'" >&2; exit 2; }
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 [[ -f $datasets/cora/edges.tsv ]] || { echo "$0: no Cora in $datasets" >&2; exit 2; }
 
-graph=$out/cora300
+graph=$out/cora$nodes
 mkdir -p "$graph"
 for f in edges labels features; do
-  awk -F'\t' -v f=$f '$1 < 300 && (f != "edges" || $2 < 300)' "$datasets/cora/$f.tsv" >"$graph/$f.tsv"
+  awk -F'\t' -v f=$f -v n="$nodes" '$1 < n && (f != "edges" || $2 < n)' "$datasets/cora/$f.tsv" >"$graph/$f.tsv"
 done
 
 # One run: its name, then run-lumos.sh options.
