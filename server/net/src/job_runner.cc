@@ -13,6 +13,7 @@
 #include "nodefl/protocol/peer_directory.h"
 #include "nodefl/server/core/os_random.h"
 #include "nodefl/server/jobs/job_entropy.h"
+#include "nodefl/server/jobs/handed_off_stage.h"
 #include "nodefl/server/jobs/job_factory.h"
 #include "nodefl/protocol/chunk.h"
 #include "nodefl/protocol/envelope_codec.h"
@@ -66,29 +67,6 @@ bool DecodeReport(const std::vector<uint8_t>& bytes, nodefl_wire_JobReport* out)
   return true;
 }
 
-// The previous stage of a continued job, as the journal kept it: its
-// hand-off, nothing else (the finished job died with the process).
-class HandedOffStage final : public jobs::Job {
- public:
-  explicit HandedOffStage(std::vector<uint8_t> bytes) : bytes_(std::move(bytes)) {}
-  nodefl_wire_JobKind kind() const override { return nodefl_wire_JobKind_JOB_KIND_UNSPECIFIED; }
-  std::vector<jobs::RoundStart> Begin(uint64_t) override { return {}; }
-  std::vector<jobs::RoundStart> OnReport(uint32_t, uint32_t, const nodefl_wire_JobReport&, uint64_t) override {
-    return {};
-  }
-  std::vector<jobs::RoundStart> OnUpload(uint32_t, uint32_t, uint32_t, std::vector<uint8_t>, uint64_t) override {
-    return {};
-  }
-  std::vector<jobs::RoundStart> Poll(uint64_t) override { return {}; }
-  std::vector<uint8_t> HandOff() const override { return bytes_; }
-  bool finished() const override { return true; }
-  bool succeeded() const override { return true; }
-  std::string ProgressLine() const override { return {}; }
-  void LogSummary(Logger&, uint64_t) const override {}
-
- private:
-  std::vector<uint8_t> bytes_;
-};
 }  // namespace
 
 // The event being fed: in a replay, how far its journaled entropy and
@@ -813,7 +791,7 @@ bool JobRunner::ContinueJob(const store::StoredJob& stored, std::string* why) {
   current_job_id_ = stored.job_id;
   if (ctx_.job_keys != nullptr) ctx_.job_keys->BeginJob(current_job_id_);
   std::unique_ptr<jobs::Job> previous;
-  if (!handoff.empty()) previous = std::make_unique<HandedOffStage>(std::move(handoff));
+  if (!handoff.empty()) previous = std::make_unique<jobs::HandedOffStage>(std::move(handoff));
   replay_last_now_us_ = events.back().now_us;
   ResetJobState();
   size_t replayed = 0;
