@@ -210,8 +210,10 @@ TSAN_TESTS='^(WakeLatchTest|TlsSocketStreamTest|ConnectionStreamTest|RelayRoomTe
 # and pump, every role's arena sizing, FedWalk's binning and walk formats,
 # oblivious transfer and the secure comparison (bignums), secure
 # aggregation (modular arithmetic), the GNN layers over Eigen maps
-# (alignment) and the tree trainer. The role state machines (FedWalk,
-# neighbour echo, Lumos trimming and training, the comparison relay) and
+# (alignment), the tree trainer, and Lumos training, whose feature
+# projection and link-task edge split must give the same values on every
+# platform (known-answer tests). The role state machines (FedWalk,
+# neighbour echo, Lumos trimming, the comparison relay) and
 # the statistical encoder and exponential-mechanism checks run under
 # qemu-aarch64 and on the host; their logic is the same on 32 bits. In
 # compare_test armhf leaves out the sweep that drops each message of a
@@ -220,7 +222,8 @@ ARMHF_TEST_BINARIES='nodefl_core_test;nodefl_random_test;nodefl_privacy_test;nod
 ARMHF_TEST_BINARIES+=';nodefl_protocol_test;nodefl_tls_test;nodefl_seal_test;nodefl_device_session_test'
 ARMHF_TEST_BINARIES+=';nodefl_device_pump_test;nodefl_role_sizing_test;nodefl_fedwalk_test;nodefl_fedwalk_walk_test'
 ARMHF_TEST_BINARIES+=';nodefl_ot_test;nodefl_compare_test;nodefl_secagg_test;nodefl_secagg_client_test'
-ARMHF_TEST_BINARIES+=';nodefl_gnn_test;nodefl_lumos_tree_trainer_test'
+ARMHF_TEST_BINARIES+=';nodefl_gnn_test;nodefl_lumos_tree_trainer_test;nodefl_lumos_train_role_test'
+ARMHF_TEST_BINARIES+=';nodefl_lumos_train_link_test'
 ARMHF_LEFT_OUT='CompareAbortTest.DroppedMessageAtEveryStepBase8'
 
 CROSS_TOOLCHAIN_aarch64=toolchains/aarch64-linux-gnu.cmake

@@ -562,14 +562,8 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
           job_->OnUndeliverable(device, EventNow());
           continue;
         }
-        SentStart& sent = sent_starts_[device];
-        sent = SentStart{};
-        sent.resendable = resendable;
-        sent.round = start.round;
-        sent.deadline_ms = device_deadline;
-        if (resendable) sent.parameters = start.parameters;
-        sent.generation = 0;
-        sent.sent = Clock::now() - std::chrono::microseconds(replay_last_now_us_ - EventNow());
+        RecordStart(device, start, resendable, device_deadline, 0,
+                    Clock::now() - std::chrono::microseconds(replay_last_now_us_ - EventNow()));
       }
       continue;
     }
@@ -602,14 +596,7 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
         continue;
       }
       const auto snap = ctx_.registry->Snapshot(device);
-      SentStart& sent = sent_starts_[device];
-      sent = SentStart{};
-      sent.resendable = resendable;
-      sent.round = start.round;
-      sent.deadline_ms = device_deadline;
-      if (resendable) sent.parameters = start.parameters;
-      sent.generation = snap ? snap->generation : 0;
-      sent.sent = Clock::now();
+      RecordStart(device, start, resendable, device_deadline, snap ? snap->generation : 0, Clock::now());
       Send([connection = std::static_pointer_cast<Connection>(target), job = current_job_id_, round = start.round,
             kind = job_->kind(), device_deadline, parameters = start.parameters, artefacts, directory]() mutable {
         connection->SendJobRound(job, round, kind, device_deadline, std::move(parameters), std::move(artefacts),
@@ -617,6 +604,18 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
       });
     }
   }
+}
+
+void JobRunner::RecordStart(uint32_t device, const jobs::RoundStart& start, bool resendable, uint32_t deadline_ms,
+                            uint64_t generation, Clock::time_point sent_at) {
+  SentStart& sent = sent_starts_[device];
+  sent = SentStart{};
+  sent.resendable = resendable;
+  sent.round = start.round;
+  sent.deadline_ms = deadline_ms;
+  if (resendable) sent.parameters = start.parameters;
+  sent.generation = generation;
+  sent.sent = sent_at;
 }
 
 void JobRunner::WatchUnreportedDevices() {

@@ -172,6 +172,9 @@ class JobRunner final : public JobSink {
   // Sends `device`'s unreported round start again on its current
   // connection, then the round's records.
   void ResendRound(uint32_t device, SentStart& sent, uint64_t generation, const std::shared_ptr<DeliveryTarget>& target);
+  // Notes that `device` was sent (or, replayed, had been sent) `start`.
+  void RecordStart(uint32_t device, const jobs::RoundStart& start, bool resendable, uint32_t deadline_ms,
+                   uint64_t generation, Clock::time_point sent_at);
   // `device`'s unreported round start if it is resendable and for `round`.
   SentStart* ResendableRound(uint32_t device, uint32_t round);
   // Adds a record to those written again with the round's start; over
