@@ -215,7 +215,9 @@ TSAN_TESTS='^(WakeLatchTest|TlsSocketStreamTest|ConnectionStreamTest|RelayRoomTe
 # platform (known-answer tests). The role state machines (FedWalk,
 # neighbour echo, Lumos trimming, the comparison relay) and
 # the statistical encoder and exponential-mechanism checks run under
-# qemu-aarch64 and on the host; their logic is the same on 32 bits. In
+# qemu-aarch64 and on the host; their logic is the same on 32 bits, as is
+# the GNN layers' build under Eigen's allocation guard (nodefl_gnn_test's
+# no-heap cases run here; the guarded copy runs on aarch64). In
 # compare_test armhf leaves out the sweep that drops each message of a
 # base-OT comparison in turn (aarch64 and the host run it).
 ARMHF_TEST_BINARIES='nodefl_core_test;nodefl_random_test;nodefl_privacy_test;nodefl_laplace_test'
