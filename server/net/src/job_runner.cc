@@ -51,11 +51,11 @@ bool EncodeReport(const nodefl_wire_JobReport& report, std::vector<uint8_t>* out
   nodefl_wire_Envelope env;
   protocol::InitEnvelope(&env, nodefl_wire_Envelope_job_report_tag);
   env.body.job_report = report;
-  const Result<size_t> size = protocol::EncodedEnvelopeSize(env);
-  if (!size.ok()) return false;
-  out->resize(size.value());
+  out->resize(nodefl_wire_Envelope_size);  // the largest encoding (nanopb's bound)
   const Result<size_t> n = protocol::EncodeEnvelope(env, ByteSpan(out->data(), out->size()));
-  return n.ok();
+  if (!n.ok()) return false;
+  out->resize(n.value());
+  return true;
 }
 bool DecodeReport(const std::vector<uint8_t>& bytes, nodefl_wire_JobReport* out) {
   nodefl_wire_Envelope env;

@@ -222,10 +222,11 @@ std::unique_ptr<Server> Server::Create(const ServerConfig& config, Logger& log, 
     s.context.jobs = s.jobs.get();
   } else if (s.state) {
     // No job runs here: nothing can continue them.
-    for (const store::StoredJob& job : s.interrupted) {
-      if (!s.state->EndJob(job.job_id, "abandoned", "server restart", error)) return nullptr;
+    std::vector<store::StoredJob> abandoned;
+    if (!s.state->AbandonInterruptedJobs(&abandoned, error)) return nullptr;
+    for (const store::StoredJob& job : abandoned) {
       log.Warn("job_abandoned", {{"job", job.job_id}, {"kind", job.kind}, {"stage", job.stage}, {"start", job.start},
-                                 {"reason", "server restart"}, {"not_continued", "no job configured"}});
+                                 {"reason", job.reason}, {"not_continued", "no job configured"}});
     }
     s.interrupted.clear();
   }
