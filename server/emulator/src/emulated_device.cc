@@ -292,6 +292,7 @@ Status EmulatedDevice::Init() {
     NODEFL_TRY(session_->AddRole(*secagg_role_));
   }
   if (fleet_.job == "kcagc") {
+#if NODEFL_WITH_KCAGC
     // A kCAGC participant: device l holds participant l's data (kcagc_fleet.h).
     if (fleet_.kcagc_participants == nullptr || setup_.id >= fleet_.kcagc_participants->size()) {
       return Status::InvalidArgument();
@@ -300,6 +301,9 @@ Status EmulatedDevice::Init() {
                                                            credentials_, drbg_);
     if (fleet_.shared_pair_keys != nullptr) kcagc_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
     NODEFL_TRY(session_->AddRole(*kcagc_role_));
+#else
+    return Status::Unimplemented();  // built with NODEFL_WITH_KCAGC=OFF
+#endif
   }
   return Status::Ok();
 }
@@ -319,7 +323,9 @@ bool EmulatedDevice::finished() const {
   if (fleet_.job == "fedwalk") return walk_role_ && walk_role_->finished();
   if (fleet_.job == "secure-compare") return compare_role_ && compare_role_->finished();
   if (fleet_.job == "secure-aggregate") return secagg_role_ && secagg_role_->finished();
+#if NODEFL_WITH_KCAGC
   if (fleet_.job == "kcagc") return kcagc_role_ && kcagc_role_->finished();
+#endif
   if (fleet_.job == "lumos-trees") {
     if (train_role_) return train_role_->finished();
     return (trim_role_ && trim_role_->finished()) || (mcmc_role_ && mcmc_role_->finished());
@@ -865,6 +871,7 @@ void EmulatedDevice::NoteProgress() {
     secagg_reported_ = c;
     secagg_sealed_reported_ = sealed;
   }
+#if NODEFL_WITH_KCAGC
   if (kcagc_role_) {
     const auto& k = kcagc_role_->stats();
     if (k.instructions < kcagc_reported_.instructions) kcagc_reported_ = {};  // a new job began
@@ -872,6 +879,7 @@ void EmulatedDevice::NoteProgress() {
     fleet_.stats->kcagc_contributions.fetch_add(k.contributions - kcagc_reported_.contributions);
     kcagc_reported_ = k;
   }
+#endif
   MaybeScheduleKill();
   if (finished() && !counted_finished_) {
     if (hct_role_->finished()) fleet_.stats->hct_codebook_rows.fetch_add(h.codebook_rows_kept);

@@ -23,7 +23,9 @@
 
 #include "nodefl/core/sorted_search.h"
 #include "nodefl/emulator/emulated_device.h"
+#if NODEFL_WITH_KCAGC
 #include "nodefl/emulator/kcagc_fleet.h"
+#endif
 #include "nodefl/host/cli/flag_parser.h"
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/host/pki/device_bundle.h"
@@ -283,6 +285,10 @@ std::optional<Options> Parse(int argc, char** argv) {
                      v);
         return std::nullopt;
       }
+      if (o.job == "kcagc" && !NODEFL_WITH_KCAGC) {
+        std::fprintf(stderr, "nodefl-emulate: this build has no kcagc job (configured with NODEFL_WITH_KCAGC=OFF)\n");
+        return std::nullopt;
+      }
     } else if (arg == "--fedwalk-mode") {
       o.fedwalk_mode = v;
       if (o.fedwalk_mode != "strict" && o.fedwalk_mode != "paper") {
@@ -420,6 +426,7 @@ int main(int argc, char** argv) {
                  opt->graph.c_str(), g.num_feature_dims);
     return 1;
   }
+#if NODEFL_WITH_KCAGC
   // kcagc: L participants (devices 0..L-1), not one device per node.
   std::vector<nodefl::kcagc::ParticipantData> kcagc_participants;
   if (opt->job == "kcagc") {
@@ -430,6 +437,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+#endif
   const uint32_t n = opt->job == "kcagc" ? opt->participants
                      : opt->devices == 0 ? g.num_nodes
                                          : std::min(opt->devices, g.num_nodes);
@@ -496,7 +504,9 @@ int main(int argc, char** argv) {
   fleet.noise_seed = opt->noise_seed;
   fleet.secagg_peers = opt->secagg_peers;
   fleet.secagg_length = opt->secagg_length;
+#if NODEFL_WITH_KCAGC
   fleet.kcagc_participants = &kcagc_participants;
+#endif
   fleet.train_features = g.num_feature_dims;
   fleet.train_classes = g.num_label_classes;
   nodefl::emulator::SharedPairKeys shared_pair_keys;
@@ -662,7 +672,9 @@ int main(int argc, char** argv) {
   // finish and refuse nothing.
   const bool secagg = opt->job == "secure-aggregate";
   bool kcagc_agreed = false;
+#if NODEFL_WITH_KCAGC
   if (opt->job == "kcagc") std::printf("%s\n", nodefl::emulator::KcagcFleetSummary(devices, &kcagc_agreed).c_str());
+#endif
   const bool faulty = fleet.faults != nullptr;
   const bool verified = faulty ? unfinished == 0
                         : opt->job == "kcagc" ? unfinished == 0 && kcagc_agreed

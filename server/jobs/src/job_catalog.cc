@@ -4,7 +4,9 @@
 #include <algorithm>
 
 #include "nodefl/server/jobs/fedwalk_kind.h"
+#if NODEFL_WITH_KCAGC
 #include "nodefl/server/jobs/kcagc_kind.h"
+#endif
 #include "nodefl/server/jobs/lumos_kind.h"
 #include "nodefl/server/jobs/neighbour_echo_kind.h"
 #include "nodefl/server/jobs/secure_aggregate_kind.h"
@@ -15,9 +17,14 @@ namespace nodefl::server::jobs {
 // The one place that lists the jobs: a new algorithm adds its kind(s) and
 // its option group here.
 const std::vector<const JobKind*>& JobKinds() {
-  static const std::vector<const JobKind*> kinds = {&NeighbourEchoKind(), &FedWalkKind(), &FedWalkHctKind(),
-                                                    &FedWalkHistogramsKind(), &SecureCompareKind(),
-                                                    &LumosTreesKind(), &SecureAggregateKind(), &KcagcKind()};
+  static const std::vector<const JobKind*> kinds = {&NeighbourEchoKind(),      &FedWalkKind(),
+                                                    &FedWalkHctKind(),         &FedWalkHistogramsKind(),
+                                                    &SecureCompareKind(),      &LumosTreesKind(),
+                                                    &SecureAggregateKind(),
+#if NODEFL_WITH_KCAGC
+                                                    &KcagcKind(),
+#endif
+  };
   return kinds;
 }
 
@@ -27,7 +34,9 @@ void InstallJobOptions(ServerConfig& config) {
   (void)Options<SecureCompareJobConfig>(config);
   (void)Options<LumosJobConfig>(config);
   (void)Options<SecureAggregateJobConfig>(config);
+#if NODEFL_WITH_KCAGC
   (void)Options<KcagcJobConfig>(config);
+#endif
 }
 
 const JobKind* FindJobKind(std::string_view name) {

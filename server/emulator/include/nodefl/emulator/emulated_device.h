@@ -44,7 +44,9 @@
 #include "nodefl/privacy/ledger.h"
 #include "nodefl/random/drbg.h"
 #include "nodefl/echo/neighbour_echo.h"
+#if NODEFL_WITH_KCAGC
 #include "nodefl/kcagc/participant_role.h"
+#endif
 #include "nodefl/secagg/aggregate_role.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/tls/credentials.h"
@@ -206,9 +208,11 @@ struct FleetSetup {
   // has room for (the server's secagg_peers and secagg_length must fit).
   uint32_t secagg_peers = 64;
   uint32_t secagg_length = 10000;
+#if NODEFL_WITH_KCAGC
   // kCAGC (job "kcagc"): participant l's graph and columns for device l
   // (kcagc_fleet.h); must outlive the devices.
   const std::vector<kcagc::ParticipantData>* kcagc_participants = nullptr;
+#endif
   // Every device's privacy budget (privacy/ledger.h): what it refuses to
   // release, whatever the server asks.
   PrivacyBudget budget;
@@ -263,7 +267,9 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   const lumos::LumosMcmcRole* mcmc_role() const { return mcmc_role_.get(); }
   const lumos::LumosTrainRole* train_role() const { return train_role_.get(); }
   const secagg::SecureAggregateRole* secagg_role() const { return secagg_role_.get(); }
+#if NODEFL_WITH_KCAGC
   const kcagc::ParticipantRole* kcagc_role() const { return kcagc_role_.get(); }
+#endif
   // Job "lumos-trees": the orientation the trimming stage left (the MCMC
   // role's when that stage ran, else the exact method's): (neighbour, kept
   // here) in neighbour order.
@@ -389,8 +395,10 @@ class EmulatedDevice : public std::enable_shared_from_this<EmulatedDevice> {
   std::unique_ptr<secagg::SecureAggregateRole> secagg_role_;
   secagg::AggregationClient::Stats secagg_reported_{};
   uint32_t secagg_sealed_reported_ = 0;
+#if NODEFL_WITH_KCAGC
   std::unique_ptr<kcagc::ParticipantRole> kcagc_role_;  // job "kcagc"
   kcagc::ParticipantRole::Stats kcagc_reported_;        // what the fleet's counters hold of it
+#endif
 
   bool connection_up_ = false;
   bool stopping_ = false;
