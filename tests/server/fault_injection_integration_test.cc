@@ -271,6 +271,28 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
       EXPECT_EQ(d->stats()->rejected, 0u);
     }
   }
+  if (job == "fedwalk" && std::string(c.faults).find("@tree") != std::string::npos) {
+    // The tree (job 1): the dead miss a round, given up once unreachable
+    // rather than at the round's 20 s deadline; the revived come back
+    // within the round, get its start and artefacts again and finish.
+    const size_t first = log.find("event=job_finished job=1 kind=fedwalk-hct");
+    ASSERT_NE(first, std::string::npos) << log;
+    const auto t = LastLine(log.substr(0, log.find('\n', first)), "job_finished");
+    EXPECT_EQ(Number(t, "failed"), 0u) << log;
+    EXPECT_EQ(Number(t, "protocol_errors"), 0u) << log;
+    EXPECT_EQ(Number(t, "completed") + Number(t, "missed"), 34u) << log;
+    if (c.revived()) {
+      EXPECT_EQ(Number(t, "missed"), 0u) << log;
+      EXPECT_EQ(t.at("verified"), "true") << log;
+      const size_t at = log.find("event=job_reconnects job=1 ");
+      ASSERT_NE(at, std::string::npos) << log;
+      EXPECT_GT(Number(LastLine(log.substr(0, log.find('\n', at)), "job_reconnects"), "starts_resent"), 0u) << log;
+    } else {
+      EXPECT_EQ(Number(t, "missed"), dead) << log;
+      EXPECT_EQ(Number(t, "unreachable"), dead) << log;
+      EXPECT_LT(std::stod(t.at("seconds_matrix")) + std::stod(t.at("seconds_publish")), 15.0) << log;
+    }
+  }
   if (job == "fedwalk") {
     const auto s = LastLine(log, "job_finished");
     ASSERT_EQ(s.count("kind"), 1u) << log;
@@ -366,6 +388,10 @@ const Case kCases[] = {
     // one in 50 cut) and a few devices are slow: nothing arrives twice or
     // forged, and every device that missed a round is on record.
     {"echo_wire_faults", "echo", "drop=0.02,corrupt=0.02,cut=0.02,slow=0.2:20ms"},
+    // Killed after reporting the tree's first round: the dead miss a later
+    // round; the revived get its start and artefacts again.
+    {"fedwalk_tree_killed", "fedwalk", "kill=0.1@tree"},
+    {"fedwalk_tree_killed_and_revived", "fedwalk", "kill=0.1@tree,revive=1s"},
     {"fedwalk_walks_killed", "fedwalk", "kill=0.1@walks+100ms"},
     {"fedwalk_walks_killed_and_revived", "fedwalk", "kill=0.1@walks+100ms,revive=1s"},
     {"compare_killed", "compare", "kill=0.1@compare"},

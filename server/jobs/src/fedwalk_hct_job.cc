@@ -237,6 +237,26 @@ void FedWalkHctJob::MarkMissed(State state, uint32_t round) {
   }
 }
 
+void FedWalkHctJob::OnUndeliverable(uint32_t device, uint64_t /*now_us*/) {
+  auto it = devices_.find(device);
+  if (it == devices_.end()) return;
+  HctDeviceRecord& r = it->second;
+  uint32_t round = 0;
+  if (phase_ == Phase::kBinning && r.state == State::kBinning) {
+    round = fw::kRoundBinning;
+  } else if (phase_ == Phase::kMatrix && r.state == State::kMatrix) {
+    round = fw::kRoundMatrix;
+  } else if (phase_ == Phase::kPublish && r.state == State::kPublish) {
+    round = fw::kRoundPublish;
+  } else {
+    return;  // it owes nothing now (a device that will owe the publish round is asked then)
+  }
+  r.state = State::kMissed;
+  r.failed_round = round;
+  r.why = "unreachable in round " + std::to_string(round);
+  ++summary_.unreachable;
+}
+
 std::vector<RoundStart> FedWalkHctJob::Poll(uint64_t now_us) {
   const bool late = now_us - round_started_us_ > uint64_t{options_.round_deadline_ms} * 1000;
   switch (phase_) {
@@ -451,6 +471,7 @@ void FedWalkHctJob::LogSummary(Logger& log, uint64_t job_id) const {
             {"vertices_in_tree", s.vertices_in_tree},
             {"completed", s.completed},
             {"missed", s.missed},
+            {"unreachable", s.unreachable},
             {"failed", s.failed},
             {"error", compute_error_},
             {"seconds_binning", s.seconds_binning},

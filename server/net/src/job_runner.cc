@@ -551,24 +551,12 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
     // Devices get a slightly shorter deadline than the server enforces, so
     // their final reports arrive before the server gives up on them.
     const uint32_t device_deadline = start.deadline_ms - start.deadline_ms / 10;
-    const bool resendable = start.artefacts.empty() && !directory;
-    if (replay) {
-      // Bookkeeping only: who has the round, sent when (on the job's
-      // clock), and not on which connection (none yet: every device is
-      // sent the round again when it is back).
-      for (uint32_t device : start.devices) {
-        if (Undeliverable(device, 0, false)) {
-          sent_starts_.erase(device);
-          job_->OnUndeliverable(device, EventNow());
-          continue;
-        }
-        RecordStart(device, start, resendable, device_deadline, 0,
-                    Clock::now() - std::chrono::microseconds(replay_last_now_us_ - EventNow()));
-      }
-      continue;
-    }
-    // Artefacts are hashed once here, not once per connection.
-    std::vector<StreamedArtefact> artefacts;
+    // A round with the peer directory is not sent again: the directory
+    // follows the start later in the round (PublishDirectoryWhenReady).
+    const bool resendable = !directory;
+    // Artefacts are hashed once here, not once per connection (nor per
+    // resend).
+    auto artefacts = std::make_shared<std::vector<StreamedArtefact>>();
     uint64_t artefact_bytes = 0;
     for (const jobs::Artefact& a : start.artefacts) {
       StreamedArtefact streamed;
@@ -580,15 +568,33 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
         continue;
       }
       artefact_bytes += a.bytes->size();
-      artefacts.push_back(std::move(streamed));
+      artefacts->push_back(std::move(streamed));
+    }
+    const std::shared_ptr<const std::vector<StreamedArtefact>> kept_artefacts =
+        artefacts->empty() ? nullptr : std::move(artefacts);
+    if (replay) {
+      // Bookkeeping only: who has the round, sent when (on the job's
+      // clock), and not on which connection (none yet: every device is
+      // sent the round again when it is back).
+      for (uint32_t device : start.devices) {
+        if (Undeliverable(device, 0, false)) {
+          sent_starts_.erase(device);
+          job_->OnUndeliverable(device, EventNow());
+          continue;
+        }
+        RecordStart(device, start, kept_artefacts, resendable, device_deadline, 0,
+                    Clock::now() - std::chrono::microseconds(replay_last_now_us_ - EventNow()));
+      }
+      continue;
     }
     ctx_.log->Info("job_round", {{"job", current_job_id_},
                                  {"round", start.round},
                                  {"devices", start.devices.size()},
-                                 {"artefacts", artefacts.size()},
+                                 {"artefacts", kept_artefacts ? kept_artefacts->size() : 0},
                                  {"artefact_bytes_each", artefact_bytes}});
     for (uint32_t device : start.devices) {
       auto target = ctx_.registry->CurrentTarget(device);
+      if (!target && resendable && HoldStart(device, start, kept_artefacts, device_deadline)) continue;
       if (!target) {  // offline: the job decides (by default the round's deadline catches it)
         Undeliverable(device, 0, true);
         sent_starts_.erase(device);
@@ -596,24 +602,50 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
         continue;
       }
       const auto snap = ctx_.registry->Snapshot(device);
-      RecordStart(device, start, resendable, device_deadline, snap ? snap->generation : 0, Clock::now());
+      RecordStart(device, start, kept_artefacts, resendable, device_deadline, snap ? snap->generation : 0,
+                  Clock::now());
       Send([connection = std::static_pointer_cast<Connection>(target), job = current_job_id_, round = start.round,
-            kind = job_->kind(), device_deadline, parameters = start.parameters, artefacts, directory]() mutable {
-        connection->SendJobRound(job, round, kind, device_deadline, std::move(parameters), std::move(artefacts),
+            kind = job_->kind(), device_deadline, parameters = start.parameters, artefacts = kept_artefacts,
+            directory]() mutable {
+        std::vector<StreamedArtefact> streamed;
+        if (artefacts) streamed = *artefacts;
+        connection->SendJobRound(job, round, kind, device_deadline, std::move(parameters), std::move(streamed),
                                  directory);
       });
     }
   }
 }
 
-void JobRunner::RecordStart(uint32_t device, const jobs::RoundStart& start, bool resendable, uint32_t deadline_ms,
-                            uint64_t generation, Clock::time_point sent_at) {
+bool JobRunner::HoldStart(uint32_t device, const jobs::RoundStart& start,
+                          const std::shared_ptr<const std::vector<StreamedArtefact>>& artefacts, uint32_t deadline_ms) {
+  if (ctx_.config.offline_grace_ms == 0) return false;  // nobody would give up on it
+  const auto snap = ctx_.registry->Snapshot(device);
+  // Offline for less than the grace so far (and seen at all: the grace
+  // runs from then): it may be back within the round.
+  if (!snap || snap->online || !snap->last_seen ||
+      Clock::now() - *snap->last_seen >= std::chrono::milliseconds(ctx_.config.offline_grace_ms)) {
+    return false;
+  }
+  // Recorded as sent on its last connection: the start goes out when it is
+  // back on a new one (WatchUnreportedDevices), the job's records to it in
+  // this round are held with it, and past the grace it is given up.
+  RecordStart(device, start, artefacts, true, deadline_ms, snap->generation, Clock::now());
+  ++starts_held_;
+  return true;
+}
+
+void JobRunner::RecordStart(uint32_t device, const jobs::RoundStart& start,
+                            const std::shared_ptr<const std::vector<StreamedArtefact>>& artefacts, bool resendable,
+                            uint32_t deadline_ms, uint64_t generation, Clock::time_point sent_at) {
   SentStart& sent = sent_starts_[device];
   sent = SentStart{};
   sent.resendable = resendable;
   sent.round = start.round;
   sent.deadline_ms = deadline_ms;
-  if (resendable) sent.parameters = start.parameters;
+  if (resendable) {
+    sent.parameters = start.parameters;
+    sent.artefacts = artefacts;
+  }
   sent.generation = generation;
   sent.sent = sent_at;
 }
@@ -687,8 +719,10 @@ void JobRunner::ResendRound(uint32_t device, SentStart& sent, uint64_t generatio
   ctx_.log->Debug("job_round_resent",
                   {{"job", current_job_id_}, {"device", device}, {"round", sent.round}, {"records", sent.records.size()}});
   Send([connection = std::static_pointer_cast<Connection>(target), job = current_job_id_, round = sent.round,
-        kind = job_->kind(), left, parameters = sent.parameters, records = sent.records] {
-    connection->SendJobRound(job, round, kind, left, parameters, {}, false);
+        kind = job_->kind(), left, parameters = sent.parameters, artefacts = sent.artefacts, records = sent.records] {
+    std::vector<StreamedArtefact> streamed;
+    if (artefacts) streamed = *artefacts;
+    connection->SendJobRound(job, round, kind, left, parameters, std::move(streamed), false);
     for (const KeptRecord& r : records) connection->SendJobData(job, round, r.kind, r.bytes, r.id);
   });
 }
@@ -698,8 +732,9 @@ void JobRunner::FinishJob() {
   journaling_ = false;
   journal_seq_ = 0;
   if (ctx_.job_keys != nullptr) ctx_.job_keys->EndJob(current_job_id_);
-  if (starts_resent_ != 0 || devices_gone_ != 0 || records_held_ != 0) {
+  if (starts_resent_ != 0 || devices_gone_ != 0 || records_held_ != 0 || starts_held_ != 0) {
     ctx_.log->Info("job_reconnects", {{"job", current_job_id_},
+                                      {"starts_held", starts_held_},
                                       {"starts_resent", starts_resent_},
                                       {"records_resent", records_resent_},
                                       {"records_held", records_held_},
@@ -710,6 +745,7 @@ void JobRunner::FinishJob() {
   starts_resent_ = 0;
   records_resent_ = 0;
   records_held_ = 0;
+  starts_held_ = 0;
   devices_gone_ = 0;
   job_->LogSummary(*ctx_.log, current_job_id_);
   ctx_.log->Info("job_traffic", {{"job", current_job_id_},
@@ -752,7 +788,7 @@ void JobRunner::ResetJobState() {
   sent_starts_.clear();
   last_record_id_.clear();
   pending_directory_.reset();
-  starts_resent_ = records_resent_ = records_held_ = devices_gone_ = 0;
+  starts_resent_ = records_resent_ = records_held_ = starts_held_ = devices_gone_ = 0;
   journaling_ = false;
   journal_seq_ = 0;
   journal_pending_.clear();

@@ -69,7 +69,8 @@ struct HctSummary {
   uint32_t participants = 0;
   uint32_t vertices_in_tree = 0;
   uint32_t completed = 0;          // devices that finished all three rounds
-  uint32_t missed = 0;             // missed a deadline
+  uint32_t missed = 0;             // missed a round (its deadline, or unreachable)
+  uint32_t unreachable = 0;        // ... of which given up as unreachable before the deadline
   uint32_t failed = 0;             // reported an error or sent bad data
   double seconds_binning = 0, seconds_matrix = 0, seconds_dissimilarity = 0, seconds_clustering = 0,
          seconds_codebook = 0, seconds_publish = 0;
@@ -97,6 +98,10 @@ class FedWalkHctJob final : public Job {
   std::vector<RoundStart> OnUpload(uint32_t device, uint32_t round, uint32_t artefact, std::vector<uint8_t> bytes,
                                    uint64_t now_us) override;
   std::vector<RoundStart> Poll(uint64_t now_us) override;
+  // A device that owes the running round and cannot be reached (its start
+  // was undeliverable, or it stayed offline past the server's grace)
+  // misses the round now instead of holding it to the deadline.
+  void OnUndeliverable(uint32_t device, uint64_t now_us) override;
   bool finished() const override { return phase_ == Phase::kFinished; }
   bool succeeded() const override;
   std::string ProgressLine() const override;

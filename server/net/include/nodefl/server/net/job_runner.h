@@ -153,6 +153,9 @@ class JobRunner final : public JobSink {
     uint32_t round = 0;
     uint32_t deadline_ms = 0;
     std::vector<uint8_t> parameters;
+    // The round's artefacts (shared by every device of the round, not
+    // copied): a device back on a new connection gets them again.
+    std::shared_ptr<const std::vector<StreamedArtefact>> artefacts;
     uint64_t generation = 0;
     Clock::time_point sent;
     std::vector<KeptRecord> records;
@@ -172,9 +175,16 @@ class JobRunner final : public JobSink {
   // Sends `device`'s unreported round start again on its current
   // connection, then the round's records.
   void ResendRound(uint32_t device, SentStart& sent, uint64_t generation, const std::shared_ptr<DeliveryTarget>& target);
+  // A start for a device between connections (offline for less than
+  // offline_grace_ms): recorded as if sent, so that it goes out when the
+  // device is back; false (the job is told it is undeliverable) otherwise.
+  bool HoldStart(uint32_t device, const jobs::RoundStart& start,
+                 const std::shared_ptr<const std::vector<StreamedArtefact>>& artefacts, uint32_t deadline_ms);
+  uint64_t starts_held_ = 0;  // this job
   // Notes that `device` was sent (or, replayed, had been sent) `start`.
-  void RecordStart(uint32_t device, const jobs::RoundStart& start, bool resendable, uint32_t deadline_ms,
-                   uint64_t generation, Clock::time_point sent_at);
+  void RecordStart(uint32_t device, const jobs::RoundStart& start,
+                   const std::shared_ptr<const std::vector<StreamedArtefact>>& artefacts, bool resendable,
+                   uint32_t deadline_ms, uint64_t generation, Clock::time_point sent_at);
   // `device`'s unreported round start if it is resendable and for `round`.
   SentStart* ResendableRound(uint32_t device, uint32_t round);
   // Adds a record to those written again with the round's start; over
