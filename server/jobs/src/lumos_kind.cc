@@ -5,7 +5,7 @@
 #include <cmath>
 #include <utility>
 
-#include "nodefl/gnn/model.h"
+#include "nodefl/gnn/model_shape.h"
 #include "nodefl/protocol/secagg/aggregation_format.h"
 #include "nodefl/server/jobs/lumos_mcmc_job.h"
 #include "nodefl/server/jobs/lumos_train_job.h"

@@ -9,6 +9,7 @@
 
 #include "nodefl/gnn/dense.h"
 #include "nodefl/gnn/losses.h"
+#include "nodefl/gnn/model.h"
 #include "nodefl/protocol/lumos/train_format.h"
 
 namespace nodefl::server::lumos {

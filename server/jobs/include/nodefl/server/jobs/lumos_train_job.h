@@ -83,7 +83,7 @@
 #include <utility>
 #include <vector>
 
-#include "nodefl/gnn/model.h"
+#include "nodefl/gnn/model_shape.h"
 #include "nodefl/protocol/lumos/train_format.h"
 #include "nodefl/server/jobs/job.h"
 #include "nodefl/server/lumos/training/adam.h"

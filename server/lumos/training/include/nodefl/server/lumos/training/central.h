@@ -36,7 +36,7 @@
 
 #include "nodefl/core/result.h"
 #include "nodefl/core/span.h"
-#include "nodefl/gnn/model.h"
+#include "nodefl/gnn/model_shape.h"
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/server/lumos/training/adam.h"
 #include "nodefl/server/lumos/training/link_task.h"
