@@ -7,7 +7,9 @@
 #   host     build/host: Ninja, RelWithDebInfo without debug information
 #            (-O2 -DNDEBUG: it costs a third of the build time, and the
 #            test command debugs nothing), -DNODEFL_WERROR=ON; builds
-#            everything and runs all tests with ctest
+#            everything and runs all tests with ctest, but of the SDK's
+#            unit tests only the slow and exhaustive ones when the asan and
+#            aarch64 stages run the rest (NODEFL_HOST_SDK_TESTS)
 #   aarch64  build/aarch64: SDK + its unit tests cross-built with
 #            toolchains/aarch64-linux-gnu.cmake (without debug information),
 #            tests run under qemu-aarch64: a representative subset, the
@@ -232,6 +234,15 @@ ARMHF_TEST_BINARIES+=';nodefl_gnn_test;nodefl_lumos_tree_trainer_test;nodefl_lum
 ARMHF_TEST_BINARIES+=';nodefl_lumos_train_link_test'
 ARMHF_LEFT_OUT='CompareAbortTest.DroppedMessageAtEveryStepBase8'
 
+# The host's share of the SDK unit tests (NODEFL_HOST_SDK_TESTS): when the
+# asan and aarch64 stages run, they run every SDK unit test but the slow
+# and exhaustive ones (x86-64 under ASan + UBSan at -O0, and aarch64 at
+# -O2 under qemu); the host builds and runs only those slow and exhaustive
+# cases, once, at full speed. With --host-only or --no-sanitize it runs
+# them all.
+HOST_SDK_TESTS=exhaustive
+((host_only || !sanitize)) && HOST_SDK_TESTS=all
+
 CROSS_TOOLCHAIN_aarch64=toolchains/aarch64-linux-gnu.cmake
 CROSS_TOOLCHAIN_armhf=toolchains/arm-linux-gnueabihf.cmake
 
@@ -241,7 +252,7 @@ build_stage() {
   local name=$1 dir=build/$1
   case $name in
     host)
-      configure "$dir" "${NO_DEBUG_INFO[@]}" && build "$dir" ;;
+      configure "$dir" "${NO_DEBUG_INFO[@]}" "-DNODEFL_HOST_SDK_TESTS=$HOST_SDK_TESTS" && build "$dir" ;;
     aarch64|armhf)
       local toolchain_var="CROSS_TOOLCHAIN_$name" left_out="" binaries=""
       local toolchain=${!toolchain_var}

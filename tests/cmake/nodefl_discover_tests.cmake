@@ -1,6 +1,6 @@
 # nodefl_discover_tests(target KIND <unit|integration> AREA <sdk|host>
 #                       [SLOW gtest-filter] [HOST_ONLY gtest-filter]
-#                       [TIMEOUT seconds] [PRE_TEST])
+#                       [TIMEOUT seconds] [PRE_TEST] [ONLY_EXHAUSTIVE])
 #
 # Registers a GoogleTest binary's tests with CTest, each with exactly one of
 # the labels unit / integration / slow (tests/README.md says what they mean
@@ -24,6 +24,9 @@
 # most of a cross stage's test time (a cross stage has some 450 cases, most
 # of them milliseconds long). A failing case is named in the test's output.
 #
+# ONLY_EXHAUSTIVE (host builds) registers the SLOW and HOST_ONLY cases only
+# (NODEFL_HOST_SDK_TESTS in tests/CMakeLists.txt).
+#
 # Slow tests get a high COST, so that a parallel ctest starts them first
 # (on a fresh tree it has no timings of its own) instead of ending on one.
 #
@@ -33,7 +36,7 @@
 # NO_PRETTY_VALUES: CTest names a test exactly as GoogleTest does (by the
 # suite's name generator) instead of appending the printed parameter.
 function(nodefl_discover_tests target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "PRE_TEST" "KIND;AREA;SLOW;HOST_ONLY;TIMEOUT" "")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "PRE_TEST;ONLY_EXHAUSTIVE" "KIND;AREA;SLOW;HOST_ONLY;TIMEOUT" "")
   if(NOT arg_KIND MATCHES "^(unit|integration)$" OR NOT arg_AREA MATCHES "^(sdk|host)$")
     message(FATAL_ERROR "nodefl_discover_tests(${target}): KIND unit|integration and AREA sdk|host are required")
   endif()
@@ -73,7 +76,9 @@ function(nodefl_discover_tests target)
       endif()
       string(APPEND not_main "${arg_HOST_ONLY}")
     endif()
-    gtest_discover_tests(${target} TEST_LIST ${target}_main TEST_FILTER "-${not_main}" ${common})
+    if(NOT arg_ONLY_EXHAUSTIVE)
+      gtest_discover_tests(${target} TEST_LIST ${target}_main TEST_FILTER "-${not_main}" ${common})
+    endif()
     if(arg_SLOW)
       gtest_discover_tests(${target} TEST_LIST ${target}_slow TEST_FILTER "${arg_SLOW}" ${common})
     endif()
@@ -84,6 +89,8 @@ function(nodefl_discover_tests target)
       endif()
       gtest_discover_tests(${target} TEST_LIST ${target}_exhaustive TEST_FILTER "${host_only_filter}" ${common})
     endif()
+  elseif(arg_ONLY_EXHAUSTIVE)
+    message(FATAL_ERROR "nodefl_discover_tests(${target}): ONLY_EXHAUSTIVE without SLOW or HOST_ONLY cases")
   else()
     gtest_discover_tests(${target} TEST_LIST ${target}_main ${common})
   endif()
