@@ -342,7 +342,13 @@ void AbortSweep(OtMode mode, uint32_t width, bool corrupt, bool one_alteration_p
 
 TEST(CompareAbortTest, DroppedMessageAtEveryStepBase8) { AbortSweep(OtMode::kBase, 8, false); }
 TEST(CompareAbortTest, DroppedMessageAtEveryStepExtension32) { AbortSweep(OtMode::kExtension, 32, false); }
-TEST(CompareAbortTest, AlteredMessageAtEveryStepBase16) { AbortSweep(OtMode::kBase, 16, true); }
+// Every message of a base-OT comparison altered in each of the three
+// places at 8 bits; at 16 bits (more digits, so more messages of each
+// kind) in one place each, taking turns.
+TEST(CompareAbortTest, AlteredMessageAtEveryStepBase8) { AbortSweep(OtMode::kBase, 8, true); }
+TEST(CompareAbortTest, AlteredMessageAtEveryStepBase16) {
+  AbortSweep(OtMode::kBase, 16, true, /*one_alteration_per_message=*/true);
+}
 // The extension's messages with one alteration each: the three places are
 // the same decoder and AEAD checks the base-OT sweep makes at every step.
 TEST(CompareAbortTest, AlteredMessageAtEveryStepExtension16) {
