@@ -137,6 +137,10 @@ void RunJob(JobRun& r, const Case& c, uint32_t drop_after = 0, uint32_t step_tim
   config.exit_after_jobs = 1;
   config.output_dir = r.out.string();
   config.job_round_deadline_ms = report_deadline_ms;
+  // A participant that disconnects is given up 2 s after it left: a round
+  // that starts meanwhile waits that long for it to come back (the
+  // default, 30 s, would hold the failure tests to the round deadline).
+  config.offline_grace_ms = 2000;
   Config& o = server::jobs::Options<Config>(config);
   o.mode = c.mode;
   o.clusters = 0;  // from the labels
