@@ -570,8 +570,7 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
       artefact_bytes += a.bytes->size();
       artefacts->push_back(std::move(streamed));
     }
-    const std::shared_ptr<const std::vector<StreamedArtefact>> kept_artefacts =
-        artefacts->empty() ? nullptr : std::move(artefacts);
+    const std::shared_ptr<const std::vector<StreamedArtefact>> kept_artefacts = std::move(artefacts);
     if (replay) {
       // Bookkeeping only: who has the round, sent when (on the job's
       // clock), and not on which connection (none yet: every device is
@@ -590,7 +589,7 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
     ctx_.log->Info("job_round", {{"job", current_job_id_},
                                  {"round", start.round},
                                  {"devices", start.devices.size()},
-                                 {"artefacts", kept_artefacts ? kept_artefacts->size() : 0},
+                                 {"artefacts", kept_artefacts->size()},
                                  {"artefact_bytes_each", artefact_bytes}});
     for (uint32_t device : start.devices) {
       auto target = ctx_.registry->CurrentTarget(device);
@@ -607,10 +606,7 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
       Send([connection = std::static_pointer_cast<Connection>(target), job = current_job_id_, round = start.round,
             kind = job_->kind(), device_deadline, parameters = start.parameters, artefacts = kept_artefacts,
             directory]() mutable {
-        std::vector<StreamedArtefact> streamed;
-        if (artefacts) streamed = *artefacts;
-        connection->SendJobRound(job, round, kind, device_deadline, std::move(parameters), std::move(streamed),
-                                 directory);
+        connection->SendJobRound(job, round, kind, device_deadline, std::move(parameters), *artefacts, directory);
       });
     }
   }
@@ -720,9 +716,7 @@ void JobRunner::ResendRound(uint32_t device, SentStart& sent, uint64_t generatio
                   {{"job", current_job_id_}, {"device", device}, {"round", sent.round}, {"records", sent.records.size()}});
   Send([connection = std::static_pointer_cast<Connection>(target), job = current_job_id_, round = sent.round,
         kind = job_->kind(), left, parameters = sent.parameters, artefacts = sent.artefacts, records = sent.records] {
-    std::vector<StreamedArtefact> streamed;
-    if (artefacts) streamed = *artefacts;
-    connection->SendJobRound(job, round, kind, left, parameters, std::move(streamed), false);
+    connection->SendJobRound(job, round, kind, left, parameters, *artefacts, false);
     for (const KeptRecord& r : records) connection->SendJobData(job, round, r.kind, r.bytes, r.id);
   });
 }

@@ -153,8 +153,9 @@ class JobRunner final : public JobSink {
     uint32_t round = 0;
     uint32_t deadline_ms = 0;
     std::vector<uint8_t> parameters;
-    // The round's artefacts (shared by every device of the round, not
-    // copied): a device back on a new connection gets them again.
+    // The round's artefacts, hashed once and shared by every device of the
+    // round (never null once recorded): a device back on a new connection
+    // gets them again.
     std::shared_ptr<const std::vector<StreamedArtefact>> artefacts;
     uint64_t generation = 0;
     Clock::time_point sent;
