@@ -261,6 +261,8 @@ TEST(ServerConfigValidate, RejectsBadCombinationsWithTheKeyNamed) {
       {[](ServerConfig& c) { c.outbound_queue_messages = 0; }, "outbound_queue_messages"},
       {[](ServerConfig& c) { c.offline_queue_bytes = 100; }, "offline_queue_bytes: must be at least"},
       {[](ServerConfig& c) { c.relay_memory_bytes = 1; }, "relay_memory_bytes"},
+      {[](ServerConfig& c) { c.relay_journal_ms = 0; }, "relay_journal_ms: must be from 1 to 60000"},
+      {[](ServerConfig& c) { c.relay_journal_ms = 60001; }, "relay_journal_ms: must be from 1 to 60000"},
       {[](ServerConfig& c) { c.threads = 0; }, "threads: 0 is outside 1..1024"},
       {[](ServerConfig& c) { c.credentials_dir.clear(); }, "credentials_dir: required"},
       {[](ServerConfig& c) { c.listen_address.clear(); }, "listen_address"},

@@ -7,7 +7,12 @@
 #
 # Usage: server_restart_tls.sh BUILD_DIR DATASETS_DIR OUT_DIR JOB
 #   JOB: fedwalk (killed in the walk phase) or secure-compare (killed while
-#   the comparison sessions run); secure-compare-tampered: as
+#   the comparison sessions run); fedwalk-offline: as fedwalk, but a tenth
+#   of the devices die as they touch their first walk and come back 6 s
+#   later, after the restart, so the relay holds hops for them when the
+#   server is killed: the restarted server must queue those again
+#   (relay_restored) and deliver every one when they resume, and no walk
+#   is lost; secure-compare-tampered: as
 #   secure-compare, but one answer digest in the journal is altered before
 #   the restart, so the replay differs from it: the job must then be
 #   recorded as abandoned (not continued) and the plan run again under a
@@ -16,7 +21,7 @@
 # failed, 2 for bad arguments.
 set -euo pipefail
 
-[[ $# -eq 4 ]] || { echo "usage: $0 BUILD_DIR DATASETS_DIR OUT_DIR fedwalk|secure-compare[-tampered]" >&2; exit 2; }
+[[ $# -eq 4 ]] || { echo "usage: $0 BUILD_DIR DATASETS_DIR OUT_DIR fedwalk[-offline]|secure-compare[-tampered]" >&2; exit 2; }
 build=$1
 datasets=$2
 out=$3
@@ -27,20 +32,31 @@ graph=$datasets/karate
 for tool in nodefl-server nodefl-emulate nodefl-ca; do
   [[ -x $bin/$tool ]] || { echo "$0: $bin/$tool not built" >&2; exit 2; }
 done
+kill_after=${NODEFL_RESTART_KILL_AFTER:-0.5}
 case $job in
-  fedwalk)
+  fedwalk|fedwalk-offline)
     # Enough walks that the phase lasts past the kill; paper mode walks
     # from device to device through the relay. A long stall window: on a
     # loaded machine a walk may wait seconds for a hop, and this test is
     # about the restart, not about stalls.
     job_args=(--job fedwalk --fedwalk_mode paper --fedwalk_walks_per_vertex 40 --fedwalk_walk_stall_floor_ms 60000)
     emulator_args=(--job fedwalk --fedwalk-mode paper --unlimited-budget)
+    if [[ $job == fedwalk-offline ]]; then
+      # The dead are away well within the server's offline grace (30 s),
+      # so the job waits for them; the kill comes while they are away.
+      # The relay writes its queues every 20 ms (default 100), which
+      # makes a hop accepted in the last instant before the kill (lost,
+      # and its walk issued again after the stall window) unlikely.
+      emulator_args+=(--faults "kill=0.1@walks,revive=6s")
+      job_args+=(--relay_journal_ms 20)
+      kill_after=${NODEFL_RESTART_KILL_AFTER:-1.5}
+    fi
     interrupted=fedwalk-walks ;;
   secure-compare|secure-compare-tampered)
     job_args=(--job secure-compare --compare_mode base)
     emulator_args=(--job secure-compare)
     interrupted=secure-compare ;;
-  *) echo "$0: JOB is fedwalk, secure-compare or secure-compare-tampered, not '$job'" >&2; exit 2 ;;
+  *) echo "$0: JOB is fedwalk, fedwalk-offline, secure-compare or secure-compare-tampered, not '$job'" >&2; exit 2 ;;
 esac
 
 rm -rf "$out"
@@ -92,14 +108,14 @@ done
 $bin/nodefl-emulate --graph "$graph" --bundle "$pki/devices/devices.bundle" --server "127.0.0.1:$port" \
   "${emulator_args[@]}" --threads 2 --timeout 600 >"$out/emulator.txt" 2>"$out/emulator.log" &
 emulator_pid=$!
-# The kill comes half a second into round 2 of the interrupted job: the
-# walks, or the comparison sessions.
+# The kill comes half a second (fedwalk-offline: 1.5 s) into round 2 of the
+# interrupted job: the walks, or the comparison sessions.
 started="event=job_started .*kind=$interrupted "
 wait_for "$started" "$out/server1.log" 120 || { echo "FAIL: the $interrupted job never started"; exit 1; }
 id=$(grep -E "$started" "$out/server1.log" | head -1 | grep -o ' job=[0-9]*' | cut -d= -f2)
 wait_for "event=job_round job=$id round=2 " "$out/server1.log" 120 ||
   { echo "FAIL: the $interrupted job (job $id) never reached round 2"; exit 1; }
-sleep "${NODEFL_RESTART_KILL_AFTER:-0.5}"
+sleep "$kill_after"
 kill -9 "$server_pid"
 wait "$server_pid" 2>/dev/null || true
 server_pid=
@@ -159,7 +175,7 @@ check "every device resumed its session (no new session)" \
 check "the restarted server exited 0 (every job of the plan verified)" test "$server_status" = 0
 check "the emulator exited 0 (every device finished)" test "$emulator_status" = 0
 case $job in
-  fedwalk)
+  fedwalk|fedwalk-offline)
     line=$(grep -E "event=job_finished job=$id kind=fedwalk-walks " "$out/server2.log" | head -1)
     get() { grep -o " $1=[^ ]*" <<<"$line" | head -1 | cut -d= -f2; }
     check "the job finished (job $id)" test -n "$line"
@@ -167,7 +183,17 @@ case $job in
       test "$(($(get completed) + $(get dead_ends) + $(get lost)))" = "$(get walk_slots)"
     check "every issue accounted: issued = slots + reissued ($(get issued) issued, $(get reissued) reissued)" \
       test "$(get issued)" = "$(($(get walk_slots) + $(get reissued)))"
-    check "walks completed ($(get completed) of $(get walk_slots))" test "$(get completed)" -gt 0 ;;
+    check "walks completed ($(get completed) of $(get walk_slots))" test "$(get completed)" -gt 0
+    if [[ $job == fedwalk-offline ]]; then
+      restored=$(field 'event=relay_restored' messages)
+      check "the restarted relay queued again the hops the killed one held ($restored)" test "${restored:-0}" -gt 0
+      check "every restored hop reached its device: acknowledged ($(field 'event=stopped' relay_restored_acked) of $restored)" \
+        test "$(field 'event=stopped' relay_restored_acked)" = "$restored"
+      check "no walk lost, every slot complete or at a dead end ($(get lost) lost, $(get reissued) reissued)" \
+        test "$(get lost)/$(($(get completed) + $(get dead_ends)))" = "0/$(get walk_slots)"
+      check "the dead died and came back: $(grep -o 'killed [0-9]* (for good [0-9]*, revived [0-9]*' "$out/emulator.txt" | head -1)" \
+        grep -qE 'killed [1-9][0-9]* \(for good 0, revived [1-9]' "$out/emulator.txt"
+    fi ;;
   secure-compare*)
     line=$(grep -E "event=job_finished job=$id kind=secure-compare " "$out/server2.log" | head -1)
     get() { grep -o " $1=[^ ]*" <<<"$line" | head -1 | cut -d= -f2; }
@@ -176,7 +202,7 @@ case $job in
       test "$(($(get done) + $(get aborted)))" = "$(get sessions)" ;;
 esac
 if ((failed)); then
-  grep -E 'event=(state_restored|job_abandoned|job_continued|job_started|job_finished|job_reconnects|stopped)|level=error' \
+  grep -E 'event=(state_restored|relay_restored|job_abandoned|job_continued|job_started|job_finished|job_reconnects|stopped)|level=error' \
     "$out/server2.log" | cut -c1-400 || true
   tail -n 8 "$out/emulator.txt" || true
   echo "server logs: $out/server1.log $out/server2.log; devices: $out/emulator.txt"

@@ -194,6 +194,9 @@ ConfigStatus ValidateConfig(const ServerConfig& c) {
   }
   if (c.job_round_deadline_ms == 0) return fail("job_round_deadline_ms", "must be at least 1");
   if (c.max_upload_bytes == 0) return fail("max_upload_bytes", "must be at least 1");
+  if (c.relay_journal_ms == 0 || c.relay_journal_ms > 60000) {
+    return fail("relay_journal_ms", "must be from 1 to 60000");
+  }
   if (c.peer_keys != "request" && c.peer_keys != "directory") {
     return fail("peer_keys", "'" + c.peer_keys + "' is not request or directory");
   }

@@ -57,8 +57,11 @@ constexpr std::array kKeys = {
     KeySpec{"max_upload_bytes", &C::max_upload_bytes, "largest job upload a device may send"},
     KeySpec{"output_dir", &C::output_dir, "folder for job outputs (tree, codebook, summary); empty = none"},
     KeySpec{"data_dir", &C::data_dir,
-            "folder for the state kept across server restarts (sessions, resume tokens, job records; "
-            "SQLite); empty = none"},
+            "folder for the state kept across server restarts (sessions, resume tokens, job records, the "
+            "relay's held messages; SQLite); empty = none"},
+    KeySpec{"relay_journal_ms", &C::relay_journal_ms,
+            "with data_dir: write the relay's held messages to the state file at least this often (a kill "
+            "loses at most the messages accepted and undelivered in that time)"},
     KeySpec{"compute_threads", &C::compute_threads, "threads for job math (0 = one per hardware thread)"},
     KeySpec{"threads", &C::threads, "I/O threads, by default one per hardware thread"},
     KeySpec{"log_level", &C::log_level, "debug, info, warn or error"},

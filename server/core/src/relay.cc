@@ -61,6 +61,7 @@ RelayLimits RelayLimitsFromConfig(const ServerConfig& config) {
 Relay::Relay(const DeviceRegistry& registry, const RelayLimits& limits, uint64_t first_relay_id)
     : registry_(registry), limits_(limits), slots_(new Slot[registry.index().size()]) {
   const uint64_t first = first_relay_id == 0 ? 1 : first_relay_id;
+  first_relay_id_ = first;
   for (size_t i = 0; i < registry.index().size(); ++i) {
     slots_[i].next_relay_id = first;
     slots_[i].highest_delivered = first - 1;
@@ -83,7 +84,7 @@ void Relay::ReleaseTotal(uint64_t messages, uint64_t bytes) {
   bytes_held_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
-uint64_t Relay::SyncSession(Slot& slot, uint64_t session, std::unique_ptr<Queue>* garbage) {
+uint64_t Relay::SyncSession(uint32_t dst, Slot& slot, uint64_t session, std::unique_ptr<Queue>* garbage) {
   if (session <= slot.session) return 0;  // same session, or a stale view of it
   const bool had_session = slot.session != 0;
   slot.session = session;
@@ -91,9 +92,14 @@ uint64_t Relay::SyncSession(Slot& slot, uint64_t session, std::unique_ptr<Queue>
   if (!had_session || slot.queue == nullptr) return 0;
   const uint64_t dropped = slot.queue->pending.size();
   ReleaseTotal(dropped, slot.queue->bytes);
+  restored_dropped_.fetch_add(static_cast<uint64_t>(std::count_if(
+                                  slot.queue->pending.begin(), slot.queue->pending.end(),
+                                  [this](const RelayMessage& m) { return m.relay_id < first_relay_id_; })),
+                              std::memory_order_relaxed);
   dropped_reset_.fetch_add(dropped, std::memory_order_relaxed);
   queues_allocated_.fetch_sub(1, std::memory_order_relaxed);
   *garbage = std::move(slot.queue);
+  if (journal_ != nullptr) journal_->Dropped(dst);
   return dropped;
 }
 
@@ -121,25 +127,28 @@ bool Relay::ClaimSendId(uint32_t src, uint64_t send_id) {
 
 SubmitResult Relay::Submit(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id,
                            uint32_t round, uint64_t send_id) {
-  if (send_id == 0) return SubmitUnnumbered(src, dst, sealed, job_id, round);
+  if (send_id == 0) return Route(src, dst, sealed, job_id, round, 0);
   const std::optional<size_t> src_index = registry_.index().SlotOf(src);
-  if (!src_index) return SubmitUnnumbered(src, dst, sealed, job_id, round);
+  if (!src_index) return Route(src, dst, sealed, job_id, round, 0);
   // Check and record under the source's lock, so that two connections of
   // one device (the old one not yet closed) cannot both route a send_id.
   Slot& source = slots_[*src_index];
   std::lock_guard<std::mutex> lock(SourceStripeFor(*src_index));
-  if (send_id <= source.last_send_id) {
+  if (send_id <= source.last_send_id || send_id <= SendFloor(*src_index)) {
     submitted_.fetch_add(1, std::memory_order_relaxed);
     duplicate_sends_.fetch_add(1, std::memory_order_relaxed);
+    // Every send up to it is handled now: a resend routed by an earlier
+    // process counts as accepted, so Welcome says so after a reconnect.
+    source.last_send_id = std::max(source.last_send_id, send_id);
     return SubmitResult{RelayResult::kDuplicateSend, 0};
   }
-  const SubmitResult r = SubmitUnnumbered(src, dst, sealed, job_id, round);
+  const SubmitResult r = Route(src, dst, sealed, job_id, round, send_id);
   if (Accepted(r.result)) source.last_send_id = send_id;
   return r;
 }
 
-SubmitResult Relay::SubmitUnnumbered(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed,
-                                     uint64_t job_id, uint32_t round) {
+SubmitResult Relay::Route(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id,
+                          uint32_t round, uint64_t send_id) {
   submitted_.fetch_add(1, std::memory_order_relaxed);
   SubmitResult out;
   const auto refuse = [&](RelayResult why, std::atomic<uint64_t>& counter) {
@@ -178,7 +187,7 @@ SubmitResult Relay::SubmitUnnumbered(uint32_t src, uint32_t dst, std::span<const
   {
     Slot& slot = slots_[*slot_index];
     std::lock_guard<std::mutex> lock(StripeFor(*slot_index));
-    SyncSession(slot, session, &garbage);
+    SyncSession(dst, slot, session, &garbage);
     const bool online = slot.target != nullptr;
     const size_t held = slot.queue ? slot.queue->pending.size() : 0;
     const uint64_t held_bytes = slot.queue ? slot.queue->bytes : 0;
@@ -201,6 +210,7 @@ SubmitResult Relay::SubmitUnnumbered(uint32_t src, uint32_t dst, std::span<const
       }
       message.relay_id = slot.next_relay_id++;
       out.relay_id = message.relay_id;
+      if (journal_ != nullptr) journal_->Queued(dst, message, send_id);
       slot.queue->pending.push_back(std::move(message));
       slot.queue->bytes += size;
       messages_held_.fetch_add(1, std::memory_order_relaxed);
@@ -232,6 +242,8 @@ BeginSessionResult Relay::BeginSession(uint32_t dst, const AttachResult& attache
     // A device without its token numbers its sends from 1 again.
     std::lock_guard<std::mutex> lock(SourceStripeFor(*slot_index));
     slots_[*slot_index].last_send_id = 0;
+    if (send_floors_ != nullptr) send_floors_[*slot_index] = 0;
+    if (journal_ != nullptr) journal_->SourceReset(dst);
   }
   {
     Slot& slot = slots_[*slot_index];
@@ -240,14 +252,14 @@ BeginSessionResult Relay::BeginSession(uint32_t dst, const AttachResult& attache
       result.status = BeginSessionStatus::kStaleGeneration;
       return result;
     }
-    result.dropped = SyncSession(slot, attached.session, &garbage);
+    result.dropped = SyncSession(dst, slot, attached.session, &garbage);
     if (attached.resumed && last_acked != 0) {
       if (last_acked > slot.highest_delivered) {
         invalid_acks_.fetch_add(1, std::memory_order_relaxed);
         result.status = BeginSessionStatus::kBeyondDelivered;
         return result;
       }
-      AckLocked(slot, last_acked, &acked_garbage);
+      AckLocked(dst, slot, last_acked, &acked_garbage);
     }
     slot.served_generation = attached.generation;
     previous = std::exchange(slot.target, std::move(target));
@@ -293,7 +305,7 @@ size_t Relay::Take(uint32_t dst, uint64_t generation, size_t max_messages, size_
   return count;
 }
 
-AckResult Relay::AckLocked(Slot& slot, uint64_t relay_id, std::unique_ptr<Queue>* garbage) {
+AckResult Relay::AckLocked(uint32_t dst, Slot& slot, uint64_t relay_id, std::unique_ptr<Queue>* garbage) {
   AckResult result;
   if (relay_id > slot.highest_delivered) {
     invalid_acks_.fetch_add(1, std::memory_order_relaxed);
@@ -308,11 +320,14 @@ AckResult Relay::AckLocked(Slot& slot, uint64_t relay_id, std::unique_ptr<Queue>
   slot.acked_through = relay_id;
   result.status = AckStatus::kAcked;
   if (slot.queue == nullptr) return result;
+  if (journal_ != nullptr) journal_->Acked(dst, relay_id);
   Queue& queue = *slot.queue;
   uint64_t bytes = 0;
+  uint64_t restored = 0;
   while (!queue.pending.empty() && queue.pending.front().relay_id <= relay_id) {
     const uint64_t size = queue.pending.front().sealed_size;
     bytes += size;
+    if (queue.pending.front().relay_id < first_relay_id_) ++restored;
     // After a rewind the ack may cover messages this connection has not
     // taken yet (the device got them on its previous connection).
     if (queue.taken > 0) {
@@ -325,6 +340,7 @@ AckResult Relay::AckLocked(Slot& slot, uint64_t relay_id, std::unique_ptr<Queue>
   queue.bytes -= bytes;
   ReleaseTotal(result.released, bytes);
   acked_.fetch_add(result.released, std::memory_order_relaxed);
+  if (restored != 0) restored_acked_.fetch_add(restored, std::memory_order_relaxed);
   if (queue.pending.empty()) {
     queues_allocated_.fetch_sub(1, std::memory_order_relaxed);
     *garbage = std::move(slot.queue);
@@ -337,7 +353,46 @@ AckResult Relay::Ack(uint32_t dst, uint64_t relay_id) {
   if (!slot_index) return AckResult{};
   std::unique_ptr<Queue> garbage;  // freed after unlock
   std::lock_guard<std::mutex> lock(StripeFor(*slot_index));
-  return AckLocked(slots_[*slot_index], relay_id, &garbage);
+  return AckLocked(dst, slots_[*slot_index], relay_id, &garbage);
+}
+
+bool Relay::Restore(uint32_t dst, RelayMessage message) {
+  const std::optional<size_t> slot_index = registry_.index().SlotOf(dst);
+  if (!slot_index || message.sealed == nullptr) return false;
+  const uint64_t session = registry_.CurrentSession(dst).value_or(0);
+  const uint64_t size = message.sealed_size;
+  std::lock_guard<std::mutex> lock(StripeFor(*slot_index));
+  Slot& slot = slots_[*slot_index];
+  if (message.relay_id == 0 || message.relay_id >= slot.next_relay_id || slot.target != nullptr ||
+      (slot.queue != nullptr && message.relay_id <= slot.queue->pending.back().relay_id)) {
+    return false;
+  }
+  if (slot.queue == nullptr) {
+    slot.queue = std::make_unique<Queue>();
+    queues_allocated_.fetch_add(1, std::memory_order_relaxed);
+    // The device's acknowledgement of an earlier process's id must release
+    // what was restored up to it, so only ids below the first count as
+    // acknowledged; every earlier id counts as delivered.
+    slot.acked_through = message.relay_id - 1;
+  }
+  slot.session = session;
+  slot.queue->pending.push_back(std::move(message));
+  slot.queue->bytes += size;
+  messages_held_.fetch_add(1, std::memory_order_relaxed);
+  bytes_held_.fetch_add(size, std::memory_order_relaxed);
+  restored_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void Relay::RestoreSendFloor(uint32_t src, uint64_t send_id) {
+  const std::optional<size_t> slot_index = registry_.index().SlotOf(src);
+  if (!slot_index) return;
+  if (send_floors_ == nullptr) {
+    // Start-up is single-threaded: no session has begun yet.
+    send_floors_ = std::make_unique<uint64_t[]>(registry_.index().size());
+  }
+  std::lock_guard<std::mutex> lock(SourceStripeFor(*slot_index));
+  send_floors_[*slot_index] = std::max(send_floors_[*slot_index], send_id);
 }
 
 bool Relay::EndSession(uint32_t dst, uint64_t generation) {
@@ -393,6 +448,9 @@ RelayStats Relay::Stats() const {
   stats.messages_held = get(messages_held_);
   stats.bytes_held = get(bytes_held_);
   stats.queues_allocated = get(queues_allocated_);
+  stats.restored = get(restored_);
+  stats.restored_acked = get(restored_acked_);
+  stats.restored_dropped = get(restored_dropped_);
   return stats;
 }
 

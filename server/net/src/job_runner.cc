@@ -586,6 +586,14 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
       }
       continue;
     }
+    // A round boundary: what the relay holds of the rounds before is
+    // written now, not only at the journal's next interval.
+    if (ctx_.relay_journal != nullptr) {
+      std::string error;
+      if (!ctx_.relay_journal->Write(&error)) {
+        ctx_.log->Warn("state_not_saved", {{"what", "relay messages"}, {"error", error}});
+      }
+    }
     ctx_.log->Info("job_round", {{"job", current_job_id_},
                                  {"round", start.round},
                                  {"devices", start.devices.size()},

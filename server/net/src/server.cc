@@ -26,6 +26,7 @@
 #include "nodefl/server/net/server_context.h"
 #include "nodefl/server/core/registry.h"
 #include "nodefl/server/core/relay.h"
+#include "nodefl/server/store/relay_journal_store.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/tls/credentials.h"
 
@@ -66,6 +67,9 @@ struct Server::Impl {
   JobKeyTable job_keys;
   std::unique_ptr<store::ServerStateStore> state;  // before the registry, which writes to it
   std::unique_ptr<DeviceRegistry> registry;
+  // Between the store and the relay: destroyed after the relay that calls
+  // it, before the store it writes to.
+  std::unique_ptr<store::StoredRelayJournal> relay_journal;
   std::unique_ptr<Relay> relay;
   std::unique_ptr<JobRunner> jobs;
   // Jobs an earlier process left running, for the job runner to continue
@@ -150,6 +154,44 @@ bool RestoreState(Server::Impl& s, std::vector<store::StoredJob>* interrupted, s
   return true;
 }
 
+// The messages an earlier process's relay held, queued again with their
+// ids, and the sources' routed send ids; then the relay journals from here.
+bool RestoreRelay(Server::Impl& s, std::string* error) {
+  std::vector<store::StoredRelayMessage> messages;
+  std::vector<std::pair<uint32_t, uint64_t>> floors;
+  if (!s.state->LoadRelayMessages(&messages, error) || !s.state->LoadRelaySendFloors(&floors, error)) {
+    *error = s.state->path() + ": " + *error;
+    return false;
+  }
+  s.relay_journal = std::make_unique<store::StoredRelayJournal>(
+      *s.state, std::chrono::milliseconds(s.config.relay_journal_ms), [log = &s.log](const std::string& why) {
+        log->Warn("state_not_saved", {{"what", "relay messages"}, {"error", why}});
+      });
+  uint64_t restored = 0, bytes = 0, refused = 0, destinations = 0;
+  uint32_t last_dst = 0;
+  for (store::StoredRelayMessage& stored : messages) {
+    const uint32_t size = stored.message.sealed_size;
+    if (s.relay->Restore(stored.dst, std::move(stored.message))) {
+      if (restored == 0 || stored.dst != last_dst) ++destinations;
+      last_dst = stored.dst;
+      ++restored;
+      bytes += size;
+    } else {
+      // A device whose credentials were withdrawn since: its rows go.
+      ++refused;
+      s.relay_journal->Dropped(stored.dst);
+    }
+  }
+  for (const auto& [src, floor] : floors) s.relay->RestoreSendFloor(src, floor);
+  s.relay->SetJournal(s.relay_journal.get());
+  s.log.Info("relay_restored", {{"messages", restored},
+                                {"bytes", bytes},
+                                {"destinations", destinations},
+                                {"sources", floors.size()},
+                                {"refused", refused}});
+  return true;
+}
+
 }  // namespace
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -203,7 +245,7 @@ std::unique_ptr<Server> Server::Create(const ServerConfig& config, Logger& log, 
   // handed out (relay.h).
   const uint64_t first_relay_id = s.state ? (s.state->start() << 40) + 1 : 1;
   s.relay = std::make_unique<Relay>(*s.registry, RelayLimitsFromConfig(config), first_relay_id);
-  if (s.state && !RestoreState(s, &s.interrupted, error)) return nullptr;
+  if (s.state && (!RestoreState(s, &s.interrupted, error) || !RestoreRelay(s, error))) return nullptr;
 
   s.context.config = config;
   s.context.log = &log;
@@ -213,6 +255,7 @@ std::unique_ptr<Server> Server::Create(const ServerConfig& config, Logger& log, 
   s.context.certificates = &s.certificates;
   s.context.job_keys = &s.job_keys;
   s.context.state = s.state.get();
+  s.context.relay_journal = s.relay_journal.get();
 
   if (config.job != "none") {
     Impl* raw = &s;
@@ -269,12 +312,19 @@ int Server::Run() {
   });
   asio::co_spawn(s.control, s.Accept(), asio::detached);
   if (s.jobs) s.jobs->Start(std::move(s.interrupted));
+  if (s.relay_journal) s.relay_journal->Start();
 
   std::vector<std::thread> threads;
   const unsigned extra = s.config.threads > 1 ? s.config.threads - 1 : 0;
   for (unsigned i = 0; i < extra; ++i) threads.emplace_back([&s] { s.io.run(); });
   s.io.run();
   for (auto& t : threads) t.join();
+  // What the relay still holds is kept for the next start.
+  store::RelayJournalStats journal;
+  if (s.relay_journal) {
+    s.relay_journal->Stop();
+    journal = s.relay_journal->Stats();
+  }
 
   const RegistryStats rs = s.registry->Stats();
   const RelayStats relay = s.relay->Stats();
@@ -291,6 +341,11 @@ int Server::Run() {
                          {"relay_acked", relay.acked},
                          {"relay_resends_dropped", relay.duplicate_sends},
                          {"relay_sends_parked", c.relay_parked.load()},
+                         {"relay_restored", relay.restored},
+                         {"relay_restored_acked", relay.restored_acked},
+                         {"relay_restored_dropped", relay.restored_dropped},
+                         {"relay_journal_writes", journal.writes},
+                         {"relay_journal_messages", journal.messages_written},
                          {"resumes", rs.resumes},
                          {"peak_rss_kib", PeakRssKiB()}});
   return s.exit_status.load();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <system_error>
 
 namespace nodefl::server::store {
@@ -19,9 +20,14 @@ constexpr std::string_view kSchema =
     "CREATE TABLE IF NOT EXISTS job_events(job_id INTEGER NOT NULL, seq INTEGER NOT NULL, type INTEGER NOT NULL,"
     " device INTEGER NOT NULL, round INTEGER NOT NULL, artefact INTEGER NOT NULL, now_us INTEGER NOT NULL,"
     " payload BLOB NOT NULL, entropy BLOB NOT NULL, undeliverable BLOB NOT NULL, digest INTEGER NOT NULL,"
-    " PRIMARY KEY(job_id, seq)) WITHOUT ROWID;";
+    " PRIMARY KEY(job_id, seq)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS relay_messages(dst INTEGER NOT NULL, relay_id INTEGER NOT NULL,"
+    " src INTEGER NOT NULL, job_id INTEGER NOT NULL, round INTEGER NOT NULL, sealed BLOB NOT NULL,"
+    " PRIMARY KEY(dst, relay_id)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS relay_sources(src INTEGER PRIMARY KEY, send_floor INTEGER NOT NULL);";
 
-// Version 1 had no job journal; its tables are unchanged in version 2.
+// Version 1 had no job journal, version 2 no relay tables; the tables they
+// have are unchanged in version 3.
 constexpr int64_t kOldestReadableVersion = 1;
 
 bool Prefixed(const std::string& prefix, std::string* error) {
@@ -53,8 +59,11 @@ std::unique_ptr<ServerStateStore> ServerStateStore::Open(const std::string& data
 }
 
 ServerStateStore::~ServerStateStore() {
-  save_session_ = Statement();  // finalized before the database closes
-  append_event_ = Statement();
+  // Finalized before the database closes.
+  for (Statement* s : {&save_session_, &append_event_, &relay_insert_, &relay_delete_through_, &relay_delete_all_,
+                       &relay_source_set_, &relay_source_delete_}) {
+    *s = Statement();
+  }
 }
 
 bool ServerStateStore::Initialise(std::string* error) {
@@ -112,7 +121,15 @@ bool ServerStateStore::Initialise(std::string* error) {
          db_.Prepare(
              "INSERT INTO job_events(job_id, seq, type, device, round, artefact, now_us, payload, entropy,"
              " undeliverable, digest) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-             &append_event_, error);
+             &append_event_, error) &&
+         db_.Prepare("INSERT OR REPLACE INTO relay_messages(dst, relay_id, src, job_id, round, sealed)"
+                     " VALUES(?, ?, ?, ?, ?, ?)",
+                     &relay_insert_, error) &&
+         db_.Prepare("DELETE FROM relay_messages WHERE dst = ? AND relay_id <= ?", &relay_delete_through_, error) &&
+         db_.Prepare("DELETE FROM relay_messages WHERE dst = ?", &relay_delete_all_, error) &&
+         db_.Prepare("INSERT OR REPLACE INTO relay_sources(src, send_floor) VALUES(?, ?)", &relay_source_set_,
+                     error) &&
+         db_.Prepare("DELETE FROM relay_sources WHERE src = ?", &relay_source_delete_, error);
 }
 
 bool ServerStateStore::ReadMeta(std::string_view key, int64_t* value, bool* found, std::string* error) {
@@ -375,6 +392,94 @@ bool ServerStateStore::LoadJobEvents(uint64_t job_id, std::vector<JournalEvent>*
       return false;
     }
     out->push_back(std::move(e));
+  }
+}
+
+bool ServerStateStore::WriteRelayBatch(const RelayBatch& batch, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Transaction tx(db_, error);
+  if (!tx.ok()) return Prefixed("relay journal", error);
+  for (const RelayBatch::Destination& d : batch.destinations) {
+    const int64_t dst = d.dst;
+    if (d.dropped) {
+      relay_delete_all_.Bind(1, dst);
+      if (!relay_delete_all_.Run(error)) return Prefixed("relay journal", error);
+    }
+    if (d.acked_through != 0) {
+      relay_delete_through_.Bind(1, dst);
+      relay_delete_through_.Bind(2, static_cast<int64_t>(d.acked_through));
+      if (!relay_delete_through_.Run(error)) return Prefixed("relay journal", error);
+    }
+    for (const RelayMessage& m : d.queued) {
+      relay_insert_.Bind(1, dst);
+      relay_insert_.Bind(2, static_cast<int64_t>(m.relay_id));
+      relay_insert_.Bind(3, int64_t{m.src});
+      relay_insert_.Bind(4, static_cast<int64_t>(m.job_id));
+      relay_insert_.Bind(5, int64_t{m.round});
+      relay_insert_.Bind(6, m.sealed_bytes());
+      if (!relay_insert_.Run(error)) return Prefixed("relay journal", error);
+    }
+  }
+  for (const RelayBatch::Source& source : batch.sources) {
+    Statement& s = source.send_floor != 0 ? relay_source_set_ : relay_source_delete_;
+    if (source.send_floor == 0 && !source.reset) continue;
+    s.Bind(1, int64_t{source.src});
+    if (source.send_floor != 0) s.Bind(2, static_cast<int64_t>(source.send_floor));
+    if (!s.Run(error)) return Prefixed("relay journal", error);
+  }
+  return tx.Commit(error) || Prefixed("relay journal", error);
+}
+
+bool ServerStateStore::LoadRelayMessages(std::vector<StoredRelayMessage>* out, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  out->clear();
+  Statement read;
+  if (!db_.Prepare("SELECT dst, relay_id, src, job_id, round, sealed FROM relay_messages ORDER BY dst, relay_id",
+                   &read, error)) {
+    return false;
+  }
+  for (;;) {
+    const Step step = read.Next(error);
+    if (step == Step::kDone) return true;
+    if (step == Step::kError) return false;
+    const int64_t dst = read.Int(0), relay_id = read.Int(1), src = read.Int(2), job_id = read.Int(3),
+                  round = read.Int(4);
+    std::vector<uint8_t> sealed = read.Blob(5);
+    if (dst < 0 || dst > int64_t{UINT32_MAX} || relay_id <= 0 || src < 0 || src > int64_t{UINT32_MAX} ||
+        job_id < 0 || round < 0 || round > int64_t{UINT32_MAX} || sealed.size() > UINT32_MAX) {
+      *error = "relay_messages: a malformed row (destination " + std::to_string(dst) + ")";
+      return false;
+    }
+    StoredRelayMessage stored;
+    stored.dst = static_cast<uint32_t>(dst);
+    RelayMessage& m = stored.message;
+    m.relay_id = static_cast<uint64_t>(relay_id);
+    m.src = static_cast<uint32_t>(src);
+    m.job_id = static_cast<uint64_t>(job_id);
+    m.round = static_cast<uint32_t>(round);
+    m.sealed_size = static_cast<uint32_t>(sealed.size());
+    auto payload = std::make_shared_for_overwrite<uint8_t[]>(sealed.size());
+    std::copy(sealed.begin(), sealed.end(), payload.get());
+    m.sealed = std::move(payload);
+    out->push_back(std::move(stored));
+  }
+}
+
+bool ServerStateStore::LoadRelaySendFloors(std::vector<std::pair<uint32_t, uint64_t>>* out, std::string* error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  out->clear();
+  Statement read;
+  if (!db_.Prepare("SELECT src, send_floor FROM relay_sources ORDER BY src", &read, error)) return false;
+  for (;;) {
+    const Step step = read.Next(error);
+    if (step == Step::kDone) return true;
+    if (step == Step::kError) return false;
+    const int64_t src = read.Int(0), floor = read.Int(1);
+    if (src < 0 || src > int64_t{UINT32_MAX} || floor <= 0) {
+      *error = "relay_sources: a malformed row (source " + std::to_string(src) + ")";
+      return false;
+    }
+    out->emplace_back(static_cast<uint32_t>(src), static_cast<uint64_t>(floor));
   }
 }
 

@@ -186,11 +186,12 @@ TEST_F(StateStoreTest, AVersionOneFileGainsTheJournalAndKeepsItsSessions) {
     std::string error;
     ASSERT_TRUE(store->SaveSession(7, 3, Token(0x11), &error)) << error;
   }
-  {  // as the first schema left it: no journal tables, version 1
+  {  // as the first schema left it: no journal or relay tables, version 1
     Database db;
     std::string error;
     ASSERT_TRUE(db.Open((dir_ / kStateFileName).string(), &error)) << error;
     ASSERT_TRUE(db.Exec("DROP TABLE job_events; DROP TABLE job_inputs;"
+                        "DROP TABLE relay_messages; DROP TABLE relay_sources;"
                         "UPDATE meta SET value = 1 WHERE key = 'schema_version'",
                         &error))
         << error;
@@ -205,6 +206,9 @@ TEST_F(StateStoreTest, AVersionOneFileGainsTheJournalAndKeepsItsSessions) {
   uint64_t id = 0;
   ASSERT_TRUE(store->BeginJob("secure-compare", 1, &id, &error)) << error;
   EXPECT_TRUE(store->SaveJobInputs(id, {1, 2}, {}, &error)) << error;
+  RelayBatch batch;
+  batch.sources.push_back(RelayBatch::Source{4, false, 9});
+  EXPECT_TRUE(store->WriteRelayBatch(batch, &error)) << error;
   store.reset();
   Database db;
   ASSERT_TRUE(db.Open((dir_ / kStateFileName).string(), &error)) << error;

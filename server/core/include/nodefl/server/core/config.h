@@ -94,6 +94,12 @@ struct ServerConfig {
   // resume tokens, job records, the restart count: server/store); empty:
   // nothing, and a restarted server knows no device's session.
   std::string data_dir;
+  // With a data_dir: the messages the relay holds (queued, not yet
+  // acknowledged by their destination) are written to the state file in
+  // batches at least this often, at each job round start and at shutdown; a message queued and
+  // acknowledged between two writes is never written. A kill loses at most
+  // what was accepted in the last interval and not delivered yet.
+  uint32_t relay_journal_ms = 100;
   // Threads for heavy job math (dissimilarities, clustering); 0: one per
   // hardware thread.
   uint32_t compute_threads = 0;

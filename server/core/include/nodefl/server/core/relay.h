@@ -69,6 +69,12 @@
 // while calling a DeliveryTarget or freeing message memory. Payload copies
 // are made before locking.
 //
+// Durability: with a RelayJournal (SetJournal) every queued message, ack,
+// session reset and source reset is reported to it under the lock of the
+// device concerned; server/store writes it to SQLite, and a restarted
+// server puts the held messages back (Restore, RestoreSendFloor) before
+// devices reconnect.
+//
 // Memory: an idle device costs BytesPerDevice() (no queue is allocated
 // until a message is held; it is freed when the last one is acked).
 #pragma once
@@ -86,6 +92,8 @@
 #include "nodefl/server/core/config.h"
 #include "nodefl/server/core/delivery_target.h"
 #include "nodefl/server/core/registry.h"
+#include "nodefl/server/core/relay_journal.h"
+#include "nodefl/server/core/relay_message.h"
 
 namespace nodefl::server {
 
@@ -101,19 +109,6 @@ struct RelayLimits {
 // Limits from the server configuration (outbound_* -> online_*, offline_* ->
 // pending_*, relay_memory_bytes -> total_bytes).
 RelayLimits RelayLimitsFromConfig(const ServerConfig& config);
-
-// One relayed message. The payload is immutable and shared between the
-// pending list and the writers that took it, so redelivery needs no copy.
-struct RelayMessage {
-  uint64_t relay_id = 0;
-  uint64_t job_id = 0;
-  uint32_t src = 0;
-  uint32_t round = 0;
-  uint32_t sealed_size = 0;
-  std::shared_ptr<const uint8_t[]> sealed;
-
-  std::span<const uint8_t> sealed_bytes() const { return {sealed.get(), sealed_size}; }
-};
 
 enum class RelayResult : uint8_t {
   kDeliveredToOnlineQueue,    // dst connected; its writer was woken if it was idle
@@ -195,6 +190,12 @@ struct RelayStats {
   uint64_t messages_held = 0;  // pending now, all devices
   uint64_t bytes_held = 0;     // payload bytes pending now, all devices
   uint64_t queues_allocated = 0;  // devices that hold at least one message
+  // Messages an earlier process held (Restore), and of those how many
+  // their destination acknowledged and how many were dropped with an old
+  // session.
+  uint64_t restored = 0;
+  uint64_t restored_acked = 0;
+  uint64_t restored_dropped = 0;
 };
 
 class Relay {
@@ -247,6 +248,28 @@ class Relay {
   // messages stay pending for the next session. False if stale/unknown.
   bool EndSession(uint32_t dst, uint64_t generation);
 
+  // Durable storage for the queues (nullptr, the default: none). Set it
+  // before the first Submit; it must outlive the relay's use.
+  void SetJournal(RelayJournal* journal) { journal_ = journal; }
+
+  // At start-up, before any session begins: a message an earlier server
+  // process held for `dst` and journaled, restored with its relay_id (below
+  // this relay's first_relay_id; ascending per destination). It belongs
+  // to the session the registry restored for `dst`: a device that resumes
+  // it gets the message (its Hello.last_delivered_relay_id releases what
+  // it already had), one that begins a new session drops it like any
+  // message of an old session. Not journaled again, but counted as held.
+  // False, and nothing changed, for an unknown device or an id out of
+  // order.
+  bool Restore(uint32_t dst, RelayMessage message);
+  // At start-up: an earlier process routed `src`'s numbered sends up to
+  // `send_id` (the highest it journaled). A RelaySend of `src` numbered at
+  // or below it, in the session the registry restored, is a resend of one
+  // already routed (kDuplicateSend): the device may have missed that
+  // acknowledgement when the server was killed. Numbered JobData records
+  // (ClaimSendId) are not affected: the relay never held them.
+  void RestoreSendFloor(uint32_t src, uint64_t send_id);
+
   std::optional<RelayQueueSnapshot> QueueSnapshot(uint32_t dst) const;
   RelayStats Stats() const;
   const RelayLimits& limits() const { return limits_; }
@@ -269,20 +292,28 @@ class Relay {
   // Guards the source-side fields (last_send_id, send_session) of a slot.
   // Taken before a destination stripe, never while holding one.
   std::mutex& SourceStripeFor(size_t slot) const { return source_stripes_[slot % kStripes].mutex; }
-  SubmitResult SubmitUnnumbered(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id,
-                                uint32_t round);
+  // Routes one send; `send_id` (0 for unnumbered) is only journaled.
+  SubmitResult Route(uint32_t src, uint32_t dst, std::span<const uint8_t> sealed, uint64_t job_id,
+                     uint32_t round, uint64_t send_id);
 
   bool ReserveTotalBytes(uint64_t bytes);
   void ReleaseTotal(uint64_t messages, uint64_t bytes);
   // Under the stripe lock: drops the previous session's messages if `session`
   // is newer (moving the queue into *garbage so it is freed after unlock).
-  uint64_t SyncSession(Slot& slot, uint64_t session, std::unique_ptr<Queue>* garbage);
+  uint64_t SyncSession(uint32_t dst, Slot& slot, uint64_t session, std::unique_ptr<Queue>* garbage);
   // Under the stripe lock: cumulative ack; updates counters.
-  AckResult AckLocked(Slot& slot, uint64_t relay_id, std::unique_ptr<Queue>* garbage);
+  AckResult AckLocked(uint32_t dst, Slot& slot, uint64_t relay_id, std::unique_ptr<Queue>* garbage);
 
   const DeviceRegistry& registry_;
   const RelayLimits limits_;
+  RelayJournal* journal_ = nullptr;
+  uint64_t first_relay_id_ = 1;  // ids below it were restored
   std::unique_ptr<Slot[]> slots_;
+  // Per slot, under SourceStripeFor: the highest send id an earlier process
+  // routed (RestoreSendFloor); allocated only by a restart that has some,
+  // so an idle device costs nothing more.
+  std::unique_ptr<uint64_t[]> send_floors_;
+  uint64_t SendFloor(size_t slot) const { return send_floors_ != nullptr ? send_floors_[slot] : 0; }
   mutable std::array<Stripe, kStripes> stripes_;
   mutable std::array<Stripe, kStripes> source_stripes_;
 
@@ -304,6 +335,9 @@ class Relay {
   std::atomic<uint64_t> messages_held_{0};
   std::atomic<uint64_t> bytes_held_{0};
   std::atomic<uint64_t> queues_allocated_{0};
+  std::atomic<uint64_t> restored_{0};
+  std::atomic<uint64_t> restored_acked_{0};
+  std::atomic<uint64_t> restored_dropped_{0};
 };
 
 }  // namespace nodefl::server

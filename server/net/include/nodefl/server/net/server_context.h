@@ -18,6 +18,7 @@
 #include "nodefl/server/net/relay_room.h"
 #include "nodefl/server/core/registry.h"
 #include "nodefl/server/core/relay.h"
+#include "nodefl/server/store/relay_journal_store.h"
 #include "nodefl/server/store/state_store.h"
 #include "nodefl/tls/config.h"
 #include "nodefl/protocol/envelope.pb.h"
@@ -76,6 +77,9 @@ struct ServerContext {
   // The state kept across restarts (ServerConfig::data_dir); null without
   // one.
   store::ServerStateStore* state = nullptr;
+  // The relay's journal in it (null without one): written at each round
+  // start as well as at its interval.
+  store::StoredRelayJournal* relay_journal = nullptr;
   // Wakes senders held back by a full relay queue when room appears.
   RelayRoom relay_room;
   ServerCounters counters;

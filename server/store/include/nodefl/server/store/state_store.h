@@ -12,8 +12,8 @@
 // (locking_mode=EXCLUSIVE): a second server on the same directory is
 // refused at Open, and nothing else may write it while the server runs.
 //
-// What it holds (schema version 2, docs/reliability.md "Server restarts";
-// a version-1 file gains the job journal's tables when opened):
+// What it holds (schema version 3, docs/reliability.md "Server restarts";
+// a version-1 or -2 file gains the newer tables when opened):
 //   meta      schema_version; starts (how many times a server opened this
 //             directory: the restart number, which numbers relay messages
 //             and jobs so that nothing a device saw before is reused);
@@ -32,6 +32,13 @@
 //             report, an upload, a poll, ...) with its time, the entropy
 //             the job drew, where its answers could not be delivered, and
 //             a digest of its answers: a continuation replays them
+//   relay_messages  the messages the relay holds for each destination
+//             (queued, not yet acknowledged), with their relay ids, written
+//             in batches (relay_journal_store.h); a restarted server
+//             queues them again
+//   relay_sources   per source device the highest numbered RelaySend the
+//             relay routed in its current session, so that a restarted
+//             relay does not route a resend of it again
 //
 // Thread-safe: every method takes the store's mutex.
 #pragma once
@@ -41,15 +48,17 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "nodefl/server/core/registry.h"
+#include "nodefl/server/core/relay_message.h"
 #include "nodefl/server/core/resume_token.h"
 #include "nodefl/server/store/sqlite.h"
 
 namespace nodefl::server::store {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 inline constexpr const char* kStateFileName = "server-state.sqlite";
 
 struct StoredSession {
@@ -82,6 +91,32 @@ struct JournalEvent {
   std::vector<uint8_t> entropy;
   std::vector<uint8_t> undeliverable;
   uint64_t digest = 0;
+};
+
+// What the relay's journal changed since its last write, per device, in
+// the order to apply it: a destination's dropped queue, then its
+// acknowledged prefix, then the messages queued for it; a source's reset,
+// then its highest routed send id.
+struct RelayBatch {
+  struct Destination {
+    uint32_t dst = 0;
+    bool dropped = false;         // delete every message held for it
+    uint64_t acked_through = 0;   // delete its messages up to this id (0: none)
+    std::vector<RelayMessage> queued;  // relay_id ascending
+  };
+  struct Source {
+    uint32_t src = 0;
+    bool reset = false;       // it numbers from 1 again
+    uint64_t send_floor = 0;  // highest routed send id since (0: none)
+  };
+  std::vector<Destination> destinations;
+  std::vector<Source> sources;
+  bool empty() const { return destinations.empty() && sources.empty(); }
+};
+
+struct StoredRelayMessage {
+  uint32_t dst = 0;
+  RelayMessage message;
 };
 
 class ServerStateStore final : public SessionLog {
@@ -130,6 +165,13 @@ class ServerStateStore final : public SessionLog {
   bool AppendJobEvents(uint64_t job_id, const std::vector<JournalEvent>& events, std::string* error);
   bool LoadJobEvents(uint64_t job_id, std::vector<JournalEvent>* out, std::string* error);
 
+  // The relay's journal: one batch is one transaction.
+  bool WriteRelayBatch(const RelayBatch& batch, std::string* error);
+  // Every held message, by destination and relay id.
+  bool LoadRelayMessages(std::vector<StoredRelayMessage>* out, std::string* error);
+  // Per source device its highest routed send id (RelayBatch::Source).
+  bool LoadRelaySendFloors(std::vector<std::pair<uint32_t, uint64_t>>* out, std::string* error);
+
  private:
   ServerStateStore() = default;
   bool Initialise(std::string* error);
@@ -140,6 +182,11 @@ class ServerStateStore final : public SessionLog {
   Database db_;
   Statement save_session_;
   Statement append_event_;
+  Statement relay_insert_;
+  Statement relay_delete_through_;
+  Statement relay_delete_all_;
+  Statement relay_source_set_;
+  Statement relay_source_delete_;
   uint64_t start_ = 0;
 };
 
