@@ -47,6 +47,14 @@ std::map<std::string, std::string> LastLine(const std::string& log, const std::s
   return fields;
 }
 
+// The fields of the first `event` line of job `job` (empty if it has none):
+// the job of an earlier stage, when a later stage logs the same event.
+std::map<std::string, std::string> JobLine(const std::string& log, const std::string& event, uint64_t job) {
+  const size_t at = log.find("event=" + event + " job=" + std::to_string(job) + " ");
+  if (at == std::string::npos) return {};
+  return LastLine(log.substr(0, log.find('\n', at)), event);
+}
+
 uint64_t Number(const std::map<std::string, std::string>& fields, const std::string& key) {
   const auto it = fields.find(key);
   EXPECT_NE(it, fields.end()) << "no field " << key;
@@ -275,18 +283,16 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
     // The tree (job 1): the dead miss a round, given up once unreachable
     // rather than at the round's 20 s deadline; the revived come back
     // within the round, get its start and artefacts again and finish.
-    const size_t first = log.find("event=job_finished job=1 kind=fedwalk-hct");
-    ASSERT_NE(first, std::string::npos) << log;
-    const auto t = LastLine(log.substr(0, log.find('\n', first)), "job_finished");
+    const auto t = JobLine(log, "job_finished", 1);
+    ASSERT_EQ(t.count("kind"), 1u) << log;
+    ASSERT_EQ(t.at("kind"), "fedwalk-hct") << log;
     EXPECT_EQ(Number(t, "failed"), 0u) << log;
     EXPECT_EQ(Number(t, "protocol_errors"), 0u) << log;
     EXPECT_EQ(Number(t, "completed") + Number(t, "missed"), 34u) << log;
     if (c.revived()) {
       EXPECT_EQ(Number(t, "missed"), 0u) << log;
       EXPECT_EQ(t.at("verified"), "true") << log;
-      const size_t at = log.find("event=job_reconnects job=1 ");
-      ASSERT_NE(at, std::string::npos) << log;
-      EXPECT_GT(Number(LastLine(log.substr(0, log.find('\n', at)), "job_reconnects"), "starts_resent"), 0u) << log;
+      EXPECT_GT(Number(JobLine(log, "job_reconnects", 1), "starts_resent"), 0u) << log;
     } else {
       EXPECT_EQ(Number(t, "missed"), dead) << log;
       EXPECT_EQ(Number(t, "unreachable"), dead) << log;
@@ -322,9 +328,9 @@ TEST_P(FaultInjectionTest, TheJobEndsAndAccountsForEverything) {
   if (job == "compare" || job == "lumos") {
     // The comparison stage (job 1): every session settled, done or aborted
     // by a named cause.
-    const size_t first = log.find("event=job_finished job=1 kind=secure-compare");
-    ASSERT_NE(first, std::string::npos) << log;
-    const auto s = LastLine(log.substr(0, log.find('\n', first)), "job_finished");
+    const auto s = JobLine(log, "job_finished", 1);
+    ASSERT_EQ(s.count("kind"), 1u) << log;
+    ASSERT_EQ(s.at("kind"), "secure-compare") << log;
     const uint64_t aborted = Number(s, "aborted");
     EXPECT_EQ(Number(s, "done") + aborted, Number(s, "sessions")) << log;
     EXPECT_EQ(Number(s, "aborted_party") + Number(s, "aborted_disagreement") + Number(s, "aborted_deadline") +

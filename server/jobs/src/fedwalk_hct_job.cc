@@ -11,6 +11,7 @@
 #include <numeric>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "nodefl/core/little_endian.h"
 #include "nodefl/server/fedwalk/common/bin_plan.h"
@@ -229,12 +230,14 @@ bool FedWalkHctJob::RoundComplete(State state) const {
 
 void FedWalkHctJob::MarkMissed(State state, uint32_t round) {
   for (auto& [id, r] : devices_) {
-    if (r.state == state) {
-      r.state = State::kMissed;
-      r.failed_round = round;
-      r.why = "missed the round " + std::to_string(round) + " deadline";
-    }
+    if (r.state == state) MarkMissed(r, round, "missed the round " + std::to_string(round) + " deadline");
   }
+}
+
+void FedWalkHctJob::MarkMissed(HctDeviceRecord& record, uint32_t round, std::string why) {
+  record.state = State::kMissed;
+  record.failed_round = round;
+  record.why = std::move(why);
 }
 
 void FedWalkHctJob::OnUndeliverable(uint32_t device, uint64_t /*now_us*/) {
@@ -251,9 +254,7 @@ void FedWalkHctJob::OnUndeliverable(uint32_t device, uint64_t /*now_us*/) {
   } else {
     return;  // it owes nothing now (a device that will owe the publish round is asked then)
   }
-  r.state = State::kMissed;
-  r.failed_round = round;
-  r.why = "unreachable in round " + std::to_string(round);
+  MarkMissed(r, round, "unreachable in round " + std::to_string(round));
   ++summary_.unreachable;
 }
 

@@ -132,6 +132,8 @@ class FedWalkHctJob final : public Job {
   void Finish();
   bool RoundComplete(HctDeviceRecord::State state) const;
   void MarkMissed(HctDeviceRecord::State state, uint32_t round);
+  // One device misses `round`, for the reason given.
+  static void MarkMissed(HctDeviceRecord& record, uint32_t round, std::string why);
   void Fail(HctDeviceRecord& record, uint32_t round, std::string why);
   void RunCompute();  // worker thread
   void WriteOutputs();
