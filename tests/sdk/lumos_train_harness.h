@@ -268,9 +268,11 @@ class Server {
     }
     Pump();
   }
+  // `skip`: devices not sent the epoch (gone, as far as the others know).
   void Epoch(bool paper, uint32_t epoch, const std::vector<float>& params, bool train = true,
-             TrainTask task = TrainTask::kNode) {
+             TrainTask task = TrainTask::kNode, const std::set<uint32_t>& skip = {}) {
     for (uint32_t v = 0; v < w_.n; ++v) {
+      if (skip.count(v) != 0) continue;
       JobStart(v, 1 + epoch, Encoded(Params(TrainPhase::kEpoch, paper, epoch, train, task, projection)));
       for (size_t first = 0; first < params.size(); first += kTrainFloatsPerRecord) {
         const size_t count = std::min(kTrainFloatsPerRecord, params.size() - first);

@@ -119,6 +119,62 @@ TEST(LumosTrainRoleTest, ProjectedFeaturesFederationUploadsTheFederationsGradien
   RunFederation(false, 5);
   RunFederation(true, 5);
 }
+// A device the server gave up on in an epoch (kTrainPeersGone): the
+// devices that wait for its leaf embedding or its gradient go on without
+// them and upload, rather than waiting for the epoch's deadline.
+TEST(LumosTrainRoleTest, AnEpochGoesOnWithoutAPeerTheServerGaveUpOn) {
+  const World w;
+  Server s(w);
+  s.Setup(false);
+  // The device most others depend on: it keeps the most and is kept most.
+  uint32_t gone = 0, best = 0;
+  for (uint32_t v = 0; v < w.n; ++v) {
+    uint32_t ties = static_cast<uint32_t>(w.kept[v].size());
+    for (uint32_t u = 0; u < w.n; ++u) ties += std::count(w.kept[u].begin(), w.kept[u].end(), v) ? 1 : 0;
+    if (ties > best) best = ties, gone = v;
+  }
+  ASSERT_GT(best, 0u);
+  const size_t total = Params(TrainPhase::kEpoch, false, 1).parameters;
+  s.Epoch(false, 1, RandomParams(total, 9), true, TrainTask::kNode, {gone});
+  std::vector<uint32_t> waiting;
+  for (uint32_t v = 0; v < w.n; ++v) {
+    if (v != gone && s.reports.count({v, 2}) == 0) waiting.push_back(v);
+  }
+  ASSERT_FALSE(waiting.empty()) << "nobody depends on device " << gone << ": the test shows nothing";
+  std::vector<uint8_t> notice(8);
+  const auto tell = [&](uint32_t epoch) {
+    StoreU32Le(epoch, notice.data());
+    StoreU32Le(gone, notice.data() + 4);
+    for (uint32_t v = 0; v < w.n; ++v) {
+      if (v != gone) s.Data(v, 2, kTrainPeersGone, notice);
+    }
+    s.Pump();
+  };
+  tell(7);  // another epoch's notice says nothing about this one
+  for (uint32_t v : waiting) EXPECT_EQ(s.reports.count({v, 2}), 0u) << v;
+  tell(1);
+  for (uint32_t v = 0; v < w.n; ++v) {
+    if (v == gone) continue;
+    ASSERT_EQ(s.reports.count({v, 2}), 1u) << v;
+    EXPECT_EQ(s.reports.at({v, 2}).code, 0u) << v;
+    ASSERT_EQ(s.metrics.count(v), 1u) << v;
+    EXPECT_EQ(s.metrics[v].epoch, 1u);
+    EXPECT_EQ(s.gradients[v].size(), total) << v;
+  }
+  // Only its neighbours had it to go without (others waited for them).
+  uint32_t went_without = 0;
+  for (uint32_t v = 0; v < w.n; ++v) {
+    if (v == gone || s[v].role.stats().peers_gone == 0) continue;
+    ++went_without;
+    EXPECT_EQ(s[v].role.stats().peers_gone, 1u) << v;
+    const bool neighbour = std::count(w.kept[v].begin(), w.kept[v].end(), gone) != 0 ||
+                           std::count(w.kept[gone].begin(), w.kept[gone].end(), v) != 0;
+    EXPECT_TRUE(neighbour) << v;
+  }
+  EXPECT_GT(went_without, 0u);
+  EXPECT_EQ(s.reports.count({gone, 2}), 0u);
+}
+
 TEST(LumosTrainRoleTest, PaperOwnLeavesHoldTheProjectionOfTheFeatures) {
   const World w;
   Server s(w);

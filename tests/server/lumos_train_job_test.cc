@@ -153,6 +153,47 @@ void ExpectNear(const std::vector<float>& got, const std::vector<float>& want) {
   for (size_t i = 0; i < got.size(); ++i) ASSERT_FLOAT_EQ(got[i], want[i]) << "index " << i;
 }
 
+// A device's neighbours wait for its leaf embeddings and gradients each
+// epoch: one the server gives up on is named to the devices still at work
+// on the epoch, so that none waits for it until the epoch's deadline.
+TEST(LumosTrainJobTest, DevicesGivenUpOnInAnEpochAreNamedToTheOthersStillAtWork) {
+  LumosTrainJob job(Options2Epochs(), {1, 2, 3, 4});
+  ASSERT_EQ(job.Begin(0).size(), 1u);
+  (void)job.TakeData();
+  std::vector<RoundStart> started;
+  for (uint32_t id : {1u, 2u, 3u, 4u}) started = job.OnReport(id, 1, Report(), 10 * kMs);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(Decode(started[0]).epoch, 1u);
+  (void)job.TakeData();  // the parameters
+  const auto gone_records = [&job] {
+    std::map<uint32_t, std::vector<uint32_t>> named;  // device -> ids named to it
+    for (const DeviceData& d : job.TakeData()) {
+      if (d.kind != tf::kTrainPeersGone) continue;
+      EXPECT_EQ(d.bytes.size() % 4, 0u);
+      EXPECT_GE(d.bytes.size(), 8u);
+      if (d.bytes.size() < 8) continue;
+      EXPECT_EQ(LoadU32Le(d.bytes.data()), 1u) << "the epoch";
+      for (size_t at = 4; at < d.bytes.size(); at += 4) named[d.device].push_back(LoadU32Le(d.bytes.data() + at));
+    }
+    return named;
+  };
+  EXPECT_TRUE(job.Poll(20 * kMs).empty());
+  EXPECT_TRUE(gone_records().empty()) << "nobody gone, nothing said";
+  job.OnUndeliverable(4, 30 * kMs);
+  job.OnUndeliverable(3, 31 * kMs);
+  job.OnUndeliverable(3, 32 * kMs);  // told twice: named once
+  EXPECT_TRUE(job.Poll(40 * kMs).empty());
+  std::map<uint32_t, std::vector<uint32_t>> named = gone_records();
+  EXPECT_EQ(named, (std::map<uint32_t, std::vector<uint32_t>>{{1, {3, 4}}, {2, {3, 4}}}));
+  for (const DeviceData& d : job.TakeData()) ADD_FAILURE() << "more data for device " << d.device;
+  // Later: only what is new, and only to who is still at work.
+  job.OnUndeliverable(1, 50 * kMs);
+  EXPECT_TRUE(job.Poll(60 * kMs).empty());
+  named = gone_records();
+  EXPECT_EQ(named, (std::map<uint32_t, std::vector<uint32_t>>{{2, {1}}}));
+  EXPECT_EQ(job.summary().gone, 3u);
+}
+
 TEST(LumosTrainJobTest, RunsEpochsAveragesGradientsAndCountsStragglersAndBadRecords) {
   const std::filesystem::path out = std::filesystem::temp_directory_path() / "nodefl-lumos-train-job-test";
   std::filesystem::remove_all(out);

@@ -590,7 +590,7 @@ void LumosTrainRole::StartEpoch(const TrainParameters& p, uint32_t round) {
   trainer_.ClearGradients();
   expected_embeddings_ = expected_gradients_ = 0;
   embeddings_got_ = gradients_got_ = 0;
-  expected_pooled_ = pooled_got_ = pooled_gradients_got_ = 0;
+  expected_pooled_ = expected_pooled_gradients_ = pooled_got_ = pooled_gradients_got_ = 0;
   pool_gradient_ready_ = false;
   score_count_ = 0;
   scores_cursor_ = 0;
@@ -615,6 +615,7 @@ void LumosTrainRole::StartEpoch(const TrainParameters& p, uint32_t round) {
       peer.loss_row = 0;
       if (!link() || peer.absent) continue;
       ++expected_pooled_;
+      ++expected_pooled_gradients_;
       if (peer.pooled_epoch == epoch_) ++pooled_got_;
     }
   }
@@ -697,7 +698,7 @@ void LumosTrainRole::TryLinkLoss() {
   uint32_t positives = 0, negatives = 0;
   for (int pass = 0; pass < 2; ++pass) {
     for (TrainPeer& peer : pass == 0 ? peers_ : partners) {
-      if (peer.absent) continue;
+      if (peer.absent || PooledGone(peer)) continue;
       const bool positive = !peer.partner && peer.in_tree;
       const bool negative = peer.partner && peer.link_use == 0;
       if (!peer.partner && peer.link_use != 0) score(peer, peer.link_use == 1 ? kScoreValidationEdge : kScoreTestEdge);
@@ -730,7 +731,7 @@ void LumosTrainRole::TryLinkLoss() {
     }
   }
   for (Span<TrainPeer> group : {peers_, partners}) {
-    for (TrainPeer& peer : group) peer.pooled_gradient_due = !peer.absent;
+    for (TrainPeer& peer : group) peer.pooled_gradient_due = !peer.absent && !PooledGone(peer);
   }
   step_ = EpochStep::kLinkGradients;
 }
@@ -738,7 +739,7 @@ void LumosTrainRole::TryLinkLoss() {
 // Every partner's gradient at h_u in: the total gradient at h_u reaches
 // every leaf standing for u (Eq. 31 backwards), then the node task's path.
 void LumosTrainRole::TryFinishLink() {
-  if (step_ != EpochStep::kLinkGradients || pooled_gradients_got_ < expected_pooled_) return;
+  if (step_ != EpochStep::kLinkGradients || pooled_gradients_got_ < expected_pooled_gradients_) return;
   Span<TrainPeer> partners(partners_.data(), partners_used_);
   for (Span<TrainPeer> group : {peers_, partners}) {
     for (const TrainPeer& peer : group) {
@@ -765,6 +766,10 @@ void LumosTrainRole::HandleData(const nodefl_wire_JobData& data, uint32_t round)
   }
   if (data.kind == kTrainPartners) {
     AddPartners(bytes);
+    return;
+  }
+  if (data.kind == kTrainPeersGone) {
+    MarkPeersGone(bytes);
     return;
   }
   if (data.kind == kTrainAssignment) {
@@ -846,6 +851,35 @@ void LumosTrainRole::OpenRelayed(uint32_t src, roles::KeyedPeer& k, ConstByteSpa
   }
   ++stats_.messages_received;
   OnPeerMessage(*peer, plaintext);
+}
+
+void LumosTrainRole::MarkPeersGone(ConstByteSpan bytes) {
+  if (bytes.size() < 4 || (bytes.size() - 4) % 4 != 0) {
+    ++stats_.rejected;
+    return;
+  }
+  // Another epoch's notice (late, or before this epoch's start) says
+  // nothing about this one: the server tells each epoch's anew.
+  if (phase_ != Phase::kEpoch || LoadU32Le(bytes.data()) != epoch_) return;
+  Span<TrainPeer> partners(partners_.data(), partners_used_);
+  for (size_t at = 4; at < bytes.size(); at += 4) {
+    const uint32_t id = LoadU32Le(bytes.data() + at);
+    for (Span<TrainPeer> group : {peers_, partners}) {
+      for (TrainPeer& peer : group) {
+        if (peer.id != id || peer.absent || peer.gone_epoch == epoch_) continue;
+        peer.gone_epoch = epoch_;
+        // Its leaf embedding for our pool: the pool goes without it.
+        if (peer.keeps_me && peer.embedding_epoch != epoch_ && expected_embeddings_ > 0) --expected_embeddings_;
+        // Our leaf's gradient from its pool: zero, as for a leaf without a loss.
+        if (peer.in_tree && !peer.gradient_received && expected_gradients_ > 0) --expected_gradients_;
+        if (link()) {
+          if (peer.pooled_epoch != epoch_ && expected_pooled_ > 0) --expected_pooled_;
+          if (!peer.pooled_gradient_received && expected_pooled_gradients_ > 0) --expected_pooled_gradients_;
+        }
+        ++stats_.peers_gone;
+      }
+    }
+  }
 }
 
 void LumosTrainRole::OnPeerMessage(TrainPeer& peer, ConstByteSpan m) {
@@ -1182,7 +1216,7 @@ Status LumosTrainRole::OnPoll(uint64_t, device::DeviceSession& session) {
     const Span<const float> params(params_buffer_.data(), params_buffer_.size());
     if (step_ == EpochStep::kParams && params_next_ >= params_buffer_.size()) {
       NODEFL_TRY(trainer_.Forward(params, epoch_train_, &crypto::DrbgRandom, &noise_));
-      for (TrainPeer& peer : peers_) peer.embedding_due = peer.in_tree && !peer.absent;
+      for (TrainPeer& peer : peers_) peer.embedding_due = peer.in_tree && !peer.absent && peer.gone_epoch != epoch_;
       step_ = EpochStep::kEmbeddings;
       NODEFL_TRY(Flush(session));
     }

@@ -499,6 +499,7 @@ void LumosTrainJob::CountLinkMetrics(Device& d, const tf::TrainMetrics& m) {
 std::vector<RoundStart> LumosTrainJob::StartEpoch(uint64_t now_us) {
   ++epoch_;
   round_started_us_ = now_us;
+  gone_.clear();  // the last epoch's, if it ended before they were told
   current_ = LumosTrainEpoch{};
   current_.epoch = epoch_;
   current_.train = epoch_ <= options_.epochs;
@@ -817,6 +818,30 @@ void LumosTrainJob::OnUndeliverable(uint32_t device, uint64_t now_us) {
   d.chunks.clear();
   d.scores.clear();
   --waiting_;
+  // Its neighbours wait for its leaf embeddings and gradients: they are
+  // told at the next poll (one notice for all given up on meanwhile).
+  if (phase_ == Phase::kEpoch) gone_.push_back(device);
+}
+
+void LumosTrainJob::TellGone() {
+  summary_.gone += gone_.size();
+  std::sort(gone_.begin(), gone_.end());
+  const uint32_t round = EpochRound(epoch_);
+  std::vector<std::vector<uint8_t>> records;
+  for (size_t first = 0; first < gone_.size(); first += tf::kTrainGoneIdsPerRecord) {
+    const size_t n = std::min(tf::kTrainGoneIdsPerRecord, gone_.size() - first);
+    std::vector<uint8_t> r(4 + 4 * n);
+    StoreU32Le(epoch_, r.data());
+    for (size_t i = 0; i < n; ++i) StoreU32Le(gone_[first + i], r.data() + 4 + 4 * i);
+    records.push_back(std::move(r));
+  }
+  gone_.clear();
+  // The server does not know who neighbours whom: every device still at
+  // work on the epoch is told (as the neighbour-echo job does).
+  for (const auto& [id, d] : devices_) {
+    if (!d.asked || d.done || d.inactive) continue;
+    for (const std::vector<uint8_t>& r : records) data_.push_back(DeviceData{id, round, tf::kTrainPeersGone, r});
+  }
 }
 
 std::vector<RoundStart> LumosTrainJob::Poll(uint64_t now_us) {
@@ -837,6 +862,7 @@ std::vector<RoundStart> LumosTrainJob::Poll(uint64_t now_us) {
       return StartEpoch(now_us);
     }
     case Phase::kEpoch: {
+      if (!gone_.empty()) TellGone();
       if (SecureEpoch()) {
         // The aggregation's steps have the epoch's deadline each: it
         // settles (done or aborted) by itself.
@@ -1016,6 +1042,7 @@ void LumosTrainJob::LogSummary(Logger& log, uint64_t job_id) const {
                             {"best_validation", s.best_validation},
                             {"test_at_best", s.test_at_best},
                             {"stragglers", s.stragglers},
+                            {"gone", s.gone},
                             {"discarded", s.discarded},
                             {"bytes_down_per_device_epoch", s.bytes_down_per_device_epoch},
                             {"bytes_up_per_device_epoch", s.bytes_up_per_device_epoch},

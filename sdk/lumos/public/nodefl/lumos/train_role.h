@@ -103,6 +103,7 @@ struct TrainPeer {
   uint32_t embedding_epoch = 0;    // the epoch of its leaf embedding for us (it keeps us), held until pooled
   bool gradient_due = false;       // ours to send (it keeps us)
   bool gradient_received = false;  // our leaf's gradient (we keep it)
+  uint32_t gone_epoch = 0;         // the server gave up on it in this epoch (kTrainPeersGone)
 };
 
 // Secure sum's caller memory, sized for the most mask peers an aggregation
@@ -151,6 +152,7 @@ class LumosTrainRole final : public device::Role {
     uint32_t aggregations = 0;    // training epochs whose masked vector went out
     uint64_t clipped = 0;         // gradient values clipped to the job's clip
     uint32_t held_dropped = 0;    // aggregation messages with no held slot free
+    uint32_t peers_gone = 0;      // peers an epoch went on without (kTrainPeersGone)
   };
   // The job's counts, the aggregation link's included.
 
@@ -232,6 +234,11 @@ class LumosTrainRole final : public device::Role {
   Status Setup(const TrainParameters& p);
   void StartEpoch(const TrainParameters& p, uint32_t round);
   void HandleData(const nodefl_wire_JobData& data, uint32_t round);
+  // kTrainPeersGone: the epoch goes on without what those peers still owed.
+  void MarkPeersGone(ConstByteSpan bytes);
+  // Gone this epoch before its pooled embedding came (link task): not in
+  // the loss, and owed no gradient.
+  bool PooledGone(const TrainPeer& peer) const { return peer.gone_epoch == epoch_ && peer.pooled_epoch != epoch_; }
   void HandleCertificate(const nodefl_wire_PeerCertificate& certificate);
   void HandleDelivery(const nodefl_wire_Envelope& message);
   // Opens a relayed message with the sender's keys (its replay window
@@ -314,6 +321,7 @@ class LumosTrainRole final : public device::Role {
   uint32_t score_count_ = 0;
   size_t scores_cursor_ = 0;
   uint32_t expected_pooled_ = 0;
+  uint32_t expected_pooled_gradients_ = 0;
   uint32_t pooled_got_ = 0;
   uint32_t pooled_gradients_got_ = 0;
   bool pool_gradient_ready_ = false;  // scratch_ holds the gradient every leaf of u receives

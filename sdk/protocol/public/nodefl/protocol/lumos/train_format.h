@@ -231,7 +231,13 @@ enum TrainDataKind : uint32_t {
   kTrainSummary = 5,     // device -> server: TrainSummary
   kTrainPartners = 6,    // server -> device (link): entries of id (4) | use (1): 0 training, 1 evaluation
   kTrainLinkScores = 7,  // device -> server (link): epoch (4) | entries of kind (1) | ScoreBin (1)
+  // server -> device: epoch (4) | ids (4 each): devices the server gave up
+  // on in that epoch (offline past its grace); nobody waits for them.
+  kTrainPeersGone = 8,
 };
+
+// kTrainPeersGone ids per record.
+inline constexpr size_t kTrainGoneIdsPerRecord = 1000;
 
 // kTrainPartners entries per record and kTrainLinkScores entries per record.
 inline constexpr size_t kTrainPartnersPerRecord = 500;

@@ -186,6 +186,10 @@ struct LumosTrainSummary {
   double test_at_best = 0;
   uint64_t partner_pairs[2] = {0, 0};  // link: pairs drawn, training and evaluation
   uint64_t stragglers = 0;  // straggler-epochs, summed
+  // Devices given up on during an epoch (offline past the server's grace),
+  // summed over epochs: each was named to the epoch's other devices
+  // (kTrainPeersGone), so that none waits for what it owed them.
+  uint64_t gone = 0;
   uint64_t discarded = 0;   // contributions dropped, summed
   uint64_t protocol_errors = 0;
   uint64_t ignored = 0;  // late or repeated records and reports
@@ -308,6 +312,10 @@ class LumosTrainJob final : public Job {
   LumosTrainEpoch current_;
   uint64_t round_started_us_ = 0, epochs_started_us_ = 0;
   uint32_t waiting_ = 0;  // devices of the current round neither done nor inactive
+  // Given up on in the current epoch and not yet named to the others.
+  std::vector<uint32_t> gone_;
+  // Names gone_ to every device of the epoch still at work on it.
+  void TellGone();
   double loss_sum_ = 0, validation_loss_sum_ = 0, train_loss_sum_ = 0;
   uint32_t train_labelled_ = 0;
   uint32_t correct_[nodefl::server::lumos::kSplits] = {0, 0, 0};
