@@ -12,6 +12,8 @@
 # Prints what it checks; exit status 0 when every check passed, 1 when one
 # failed, 2 for bad arguments.
 set -euo pipefail
+# shellcheck source=tls_test_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/tls_test_lib.sh"
 
 [[ $# -eq 4 ]] || { echo "usage: $0 BUILD_DIR DATASETS_DIR OUT_DIR killed|killed-and-revived" >&2; exit 2; }
 build=$1
@@ -61,12 +63,8 @@ for _ in 1 2 3 4 5; do
     --lumos_epochs "$epochs" --lumos_epoch_deadline_ms "$epoch_deadline_ms" --offline_grace_ms "$grace_ms" \
     --idle_timeout_ms 600000 --heartbeat_interval_ms 60000 >/dev/null 2>"$log" &
   server_pid=$!
-  for _ in $(seq 100); do
-    grep -q 'event=listening' "$log" 2>/dev/null && break
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  grep -q 'event=listening' "$log" && break
+  wait_listening "$server_pid" "$log" && break
+  kill "$server_pid" 2>/dev/null || true
   wait "$server_pid" 2>/dev/null || true
   server_pid=
 done
@@ -75,17 +73,9 @@ emulator_status=0
 $bin/nodefl-emulate --graph "$out/graph" --bundle "$pki/devices/devices.bundle" --server "127.0.0.1:$port" \
   --job lumos-trees --lumos-train --faults "$faults" --threads 2 --timeout 600 \
   >"$out/emulator.txt" 2>"$out/emulator.log" || emulator_status=$?
-server_status=0
-for _ in $(seq 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-wait "$server_pid" || server_status=$?
+wait_server_exit "$server_pid"
 server_pid=
 
-failed=0
-check() {  # DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then echo "ok:   $what"; else echo "FAIL: $what"; failed=1; fi
-}
 line=$(grep -E 'event=job_finished .*kind=lumos-train ' "$log" | head -1 || true)
 get() { grep -o " $1=[^ ]*" <<<"$line" | head -1 | cut -d= -f2 | tr -d '"'; }
 killed=$(grep -oE 'killed [0-9]+ \(for good [0-9]+, revived [0-9]+' "$out/emulator.txt" | head -1 || true)
