@@ -115,6 +115,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Use(nodefl::lumos::DecodeTrainParameters(b));
       Use(nodefl::lumos::DecodeTrainMetrics(b));
       Use(nodefl::lumos::DecodeTrainSummary(b));
+      if (const auto gone = nodefl::lumos::DecodeTrainPeersGone(b); gone.ok()) {
+        for (uint32_t i = 0; i < gone->count; ++i) (void)nodefl::lumos::TrainPeersGoneAt(b, i);
+      }
       break;
     case 8:
       Use(nodefl::lumos::DecodeTrimParameters(b));

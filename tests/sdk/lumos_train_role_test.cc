@@ -333,6 +333,39 @@ TEST(LumosTrainFormatTest, TheProjectionIsPublicAndKeepsTheFeaturesGeometry) {
   EXPECT_LT(same, kR / 4);
 }
 
+TEST(LumosTrainFormatTest, PeersGoneRecordsRoundTripAndMalformedOnesAreRefused) {
+  const uint32_t ids[] = {4, 19, 7};
+  uint8_t buffer[TrainPeersGoneBytes(3)];
+  Result<size_t> n = EncodeTrainPeersGone(5, Span<const uint32_t>(ids, 3), ByteSpan(buffer, sizeof(buffer)));
+  ASSERT_TRUE(n.ok());
+  ASSERT_EQ(*n, sizeof(buffer));
+  const ConstByteSpan record(buffer, *n);
+  Result<TrainPeersGone> gone = DecodeTrainPeersGone(record);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(gone->epoch, 5u);
+  ASSERT_EQ(gone->count, 3u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(TrainPeersGoneAt(record, i), ids[i]);
+  // Encoding: no epoch 0, no empty record, no record past the bound, and
+  // the buffer must hold it.
+  EXPECT_FALSE(EncodeTrainPeersGone(0, Span<const uint32_t>(ids, 3), ByteSpan(buffer, sizeof(buffer))).ok());
+  EXPECT_FALSE(EncodeTrainPeersGone(1, Span<const uint32_t>(ids, 0), ByteSpan(buffer, sizeof(buffer))).ok());
+  std::vector<uint32_t> many(kTrainGoneIdsPerRecord + 1, 1);
+  std::vector<uint8_t> big(TrainPeersGoneBytes(many.size()));
+  EXPECT_FALSE(
+      EncodeTrainPeersGone(1, Span<const uint32_t>(many.data(), many.size()), ByteSpan(big.data(), big.size())).ok());
+  EXPECT_EQ(EncodeTrainPeersGone(1, Span<const uint32_t>(ids, 3), ByteSpan(buffer, sizeof(buffer) - 1)).status().code(),
+            StatusCode::kResourceExhausted);
+  // Decoding: a cut id, no id, epoch 0, more ids than a record holds.
+  EXPECT_FALSE(DecodeTrainPeersGone(record.subspan(0, record.size() - 1)).ok());
+  EXPECT_FALSE(DecodeTrainPeersGone(record.subspan(0, 4)).ok());
+  uint8_t zero_epoch[8] = {0, 0, 0, 0, 1, 0, 0, 0};
+  EXPECT_FALSE(DecodeTrainPeersGone(ConstByteSpan(zero_epoch, 8)).ok());
+  big.assign(TrainPeersGoneBytes(kTrainGoneIdsPerRecord + 1), 1);
+  EXPECT_FALSE(DecodeTrainPeersGone(ConstByteSpan(big.data(), big.size())).ok());
+  big.resize(TrainPeersGoneBytes(kTrainGoneIdsPerRecord));
+  EXPECT_TRUE(DecodeTrainPeersGone(ConstByteSpan(big.data(), big.size())).ok());
+}
+
 TEST(LumosTrainFormatTest, ParametersRoundTripWithEveryFieldIntact) {
   TrainParameters p = Params(TrainPhase::kEpoch, true, 0xA1B2C3D4u, false);
   p.ego_star = true;

@@ -854,16 +854,17 @@ void LumosTrainRole::OpenRelayed(uint32_t src, roles::KeyedPeer& k, ConstByteSpa
 }
 
 void LumosTrainRole::MarkPeersGone(ConstByteSpan bytes) {
-  if (bytes.size() < 4 || (bytes.size() - 4) % 4 != 0) {
+  const Result<TrainPeersGone> gone = DecodeTrainPeersGone(bytes);
+  if (!gone.ok()) {
     ++stats_.rejected;
     return;
   }
   // Another epoch's notice (late, or before this epoch's start) says
   // nothing about this one: the server tells each epoch's anew.
-  if (phase_ != Phase::kEpoch || LoadU32Le(bytes.data()) != epoch_) return;
+  if (phase_ != Phase::kEpoch || gone->epoch != epoch_) return;
   Span<TrainPeer> partners(partners_.data(), partners_used_);
-  for (size_t at = 4; at < bytes.size(); at += 4) {
-    const uint32_t id = LoadU32Le(bytes.data() + at);
+  for (size_t i = 0; i < gone->count; ++i) {
+    const uint32_t id = TrainPeersGoneAt(bytes, i);
     for (Span<TrainPeer> group : {peers_, partners}) {
       for (TrainPeer& peer : group) {
         if (peer.id != id || peer.absent || peer.gone_epoch == epoch_) continue;

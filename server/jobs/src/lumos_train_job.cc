@@ -830,9 +830,10 @@ void LumosTrainJob::TellGone() {
   std::vector<std::vector<uint8_t>> records;
   for (size_t first = 0; first < gone_.size(); first += tf::kTrainGoneIdsPerRecord) {
     const size_t n = std::min(tf::kTrainGoneIdsPerRecord, gone_.size() - first);
-    std::vector<uint8_t> r(4 + 4 * n);
-    StoreU32Le(epoch_, r.data());
-    for (size_t i = 0; i < n; ++i) StoreU32Le(gone_[first + i], r.data() + 4 + 4 * i);
+    std::vector<uint8_t> r(tf::TrainPeersGoneBytes(n));
+    const Span<const uint32_t> ids(gone_.data() + first, n);
+    const Result<size_t> size = tf::EncodeTrainPeersGone(epoch_, ids, ByteSpan(r.data(), r.size()));
+    if (!size.ok()) continue;  // never: epoch >= 1 and 1..kTrainGoneIdsPerRecord ids
     records.push_back(std::move(r));
   }
   gone_.clear();

@@ -199,4 +199,27 @@ Result<TrainSummary> DecodeTrainSummary(ConstByteSpan bytes) {
   return s;
 }
 
+Result<size_t> EncodeTrainPeersGone(uint32_t epoch, Span<const uint32_t> devices, ByteSpan out) {
+  if (epoch == 0 || devices.empty() || devices.size() > kTrainGoneIdsPerRecord) return Status::InvalidArgument();
+  const size_t bytes = TrainPeersGoneBytes(devices.size());
+  if (out.size() < bytes) return Status::ResourceExhausted();
+  StoreU32Le(epoch, out.data());
+  for (size_t i = 0; i < devices.size(); ++i) StoreU32Le(devices[i], out.data() + 4 + 4 * i);
+  return bytes;
+}
+
+Result<TrainPeersGone> DecodeTrainPeersGone(ConstByteSpan record) {
+  if (record.size() < TrainPeersGoneBytes(1) || (record.size() - 4) % 4 != 0 ||
+      record.size() > TrainPeersGoneBytes(kTrainGoneIdsPerRecord)) {
+    return Status::InvalidArgument();
+  }
+  TrainPeersGone gone;
+  gone.epoch = LoadU32Le(record.data());
+  if (gone.epoch == 0) return Status::InvalidArgument();
+  gone.count = static_cast<uint32_t>((record.size() - 4) / 4);
+  return gone;
+}
+
+uint32_t TrainPeersGoneAt(ConstByteSpan record, size_t i) { return LoadU32Le(record.data() + 4 + 4 * i); }
+
 }  // namespace nodefl::lumos

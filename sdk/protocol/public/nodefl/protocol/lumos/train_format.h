@@ -285,6 +285,20 @@ inline constexpr size_t kTrainSummaryBytes = 8 * 4 + 2 * 8;
 [[nodiscard]] Result<size_t> EncodeTrainSummary(const TrainSummary& s, ByteSpan out);
 [[nodiscard]] Result<TrainSummary> DecodeTrainSummary(ConstByteSpan bytes);
 
+// kTrainPeersGone: epoch (>= 1) | 1 .. kTrainGoneIdsPerRecord ids. Encode
+// returns the record size (kInvalidArgument for epoch 0 or a count out of
+// range, kResourceExhausted for `out` too short); Decode checks a record
+// (epoch, count, exact size) and TrainPeersGoneAt reads id i of one that
+// passed.
+struct TrainPeersGone {
+  uint32_t epoch = 0;
+  uint32_t count = 0;
+};
+inline constexpr size_t TrainPeersGoneBytes(size_t count) { return 4 + 4 * count; }
+[[nodiscard]] Result<size_t> EncodeTrainPeersGone(uint32_t epoch, Span<const uint32_t> devices, ByteSpan out);
+[[nodiscard]] Result<TrainPeersGone> DecodeTrainPeersGone(ConstByteSpan record);
+uint32_t TrainPeersGoneAt(ConstByteSpan record, size_t i);
+
 // Device-to-device.
 // kPooledEmbedding, kPooledGradient (link task): out floats.
 enum class TrainMessageType : uint8_t {
