@@ -862,24 +862,20 @@ void LumosTrainRole::MarkPeersGone(ConstByteSpan bytes) {
   // Another epoch's notice (late, or before this epoch's start) says
   // nothing about this one: the server tells each epoch's anew.
   if (phase_ != Phase::kEpoch || gone->epoch != epoch_) return;
-  Span<TrainPeer> partners(partners_.data(), partners_used_);
   for (size_t i = 0; i < gone->count; ++i) {
-    const uint32_t id = TrainPeersGoneAt(bytes, i);
-    for (Span<TrainPeer> group : {peers_, partners}) {
-      for (TrainPeer& peer : group) {
-        if (peer.id != id || peer.absent || peer.gone_epoch == epoch_) continue;
-        peer.gone_epoch = epoch_;
-        // Its leaf embedding for our pool: the pool goes without it.
-        if (peer.keeps_me && peer.embedding_epoch != epoch_ && expected_embeddings_ > 0) --expected_embeddings_;
-        // Our leaf's gradient from its pool: zero, as for a leaf without a loss.
-        if (peer.in_tree && !peer.gradient_received && expected_gradients_ > 0) --expected_gradients_;
-        if (link()) {
-          if (peer.pooled_epoch != epoch_ && expected_pooled_ > 0) --expected_pooled_;
-          if (!peer.pooled_gradient_received && expected_pooled_gradients_ > 0) --expected_pooled_gradients_;
-        }
-        ++stats_.peers_gone;
-      }
+    TrainPeer* found = FindPeer(TrainPeersGoneAt(bytes, i));  // a neighbour or a partner
+    if (found == nullptr || found->absent || found->gone_epoch == epoch_) continue;
+    TrainPeer& peer = *found;
+    peer.gone_epoch = epoch_;
+    // Its leaf embedding for our pool: the pool goes without it.
+    if (peer.keeps_me && peer.embedding_epoch != epoch_ && expected_embeddings_ > 0) --expected_embeddings_;
+    // Our leaf's gradient from its pool: zero, as for a leaf without a loss.
+    if (peer.in_tree && !peer.gradient_received && expected_gradients_ > 0) --expected_gradients_;
+    if (link()) {
+      if (peer.pooled_epoch != epoch_ && expected_pooled_ > 0) --expected_pooled_;
+      if (!peer.pooled_gradient_received && expected_pooled_gradients_ > 0) --expected_pooled_gradients_;
     }
+    ++stats_.peers_gone;
   }
 }
 

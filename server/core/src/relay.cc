@@ -59,9 +59,11 @@ RelayLimits RelayLimitsFromConfig(const ServerConfig& config) {
 }
 
 Relay::Relay(const DeviceRegistry& registry, const RelayLimits& limits, uint64_t first_relay_id)
-    : registry_(registry), limits_(limits), slots_(new Slot[registry.index().size()]) {
-  const uint64_t first = first_relay_id == 0 ? 1 : first_relay_id;
-  first_relay_id_ = first;
+    : registry_(registry),
+      limits_(limits),
+      first_relay_id_(first_relay_id == 0 ? 1 : first_relay_id),
+      slots_(new Slot[registry.index().size()]) {
+  const uint64_t first = first_relay_id_;
   for (size_t i = 0; i < registry.index().size(); ++i) {
     slots_[i].next_relay_id = first;
     slots_[i].highest_delivered = first - 1;

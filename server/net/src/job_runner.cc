@@ -533,6 +533,9 @@ void JobRunner::PublishDirectoryWhenReady() {
 
 void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
   const bool replay = feeding_ != nullptr && feeding_->replay;
+  // A round boundary: what the relay holds of the rounds before is written
+  // now (by the journal's own thread), not only at its next interval.
+  if (!replay && !starts.empty() && ctx_.relay_journal != nullptr) ctx_.relay_journal->WriteSoon();
   for (jobs::RoundStart& start : starts) {
     if (start.devices.empty()) continue;
     if (feeding_ != nullptr) {
@@ -585,14 +588,6 @@ void JobRunner::DispatchRounds(std::vector<jobs::RoundStart> starts) {
                     Clock::now() - std::chrono::microseconds(replay_last_now_us_ - EventNow()));
       }
       continue;
-    }
-    // A round boundary: what the relay holds of the rounds before is
-    // written now, not only at the journal's next interval.
-    if (ctx_.relay_journal != nullptr) {
-      std::string error;
-      if (!ctx_.relay_journal->Write(&error)) {
-        ctx_.log->Warn("state_not_saved", {{"what", "relay messages"}, {"error", error}});
-      }
     }
     ctx_.log->Info("job_round", {{"job", current_job_id_},
                                  {"round", start.round},

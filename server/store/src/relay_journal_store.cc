@@ -29,11 +29,20 @@ void StoredRelayJournal::Stop() {
   if (!Write(&error) && on_error_) on_error_(error);
 }
 
+void StoredRelayJournal::WriteSoon() {
+  {
+    std::lock_guard<std::mutex> lock(thread_mutex_);
+    write_soon_ = true;
+  }
+  wake_.notify_all();
+}
+
 void StoredRelayJournal::Run() {
   std::unique_lock<std::mutex> lock(thread_mutex_);
   while (!stopping_) {
-    wake_.wait_for(lock, interval_, [this] { return stopping_; });
+    wake_.wait_for(lock, interval_, [this] { return stopping_ || write_soon_; });
     if (stopping_) break;
+    write_soon_ = false;
     lock.unlock();
     std::string error;
     if (!Write(&error) && on_error_) on_error_(error);
@@ -50,10 +59,9 @@ bool StoredRelayJournal::Write(std::string* error) {
   }
   RelayBatch batch;
   batch.destinations.reserve(taken.destinations.size());
-  for (auto& [dst, d] : taken.destinations) {
-    if (!d.dropped && d.acked_through == 0 && d.queued.empty()) continue;
-    batch.destinations.push_back(std::move(d));
-  }
+  // Every entry has something to write: each call that makes one sets a
+  // message, an acknowledged id (>= 1), a drop or a reset.
+  for (auto& [dst, d] : taken.destinations) batch.destinations.push_back(std::move(d));
   batch.sources.reserve(taken.sources.size());
   for (auto& [src, s] : taken.sources) batch.sources.push_back(s);
   if (batch.empty()) return true;

@@ -420,9 +420,10 @@ bool ServerStateStore::WriteRelayBatch(const RelayBatch& batch, std::string* err
       if (!relay_insert_.Run(error)) return Prefixed("relay journal", error);
     }
   }
+  // A source is in a batch because it routed a numbered send (a floor) or
+  // was reset (no floor since: its row goes).
   for (const RelayBatch::Source& source : batch.sources) {
     Statement& s = source.send_floor != 0 ? relay_source_set_ : relay_source_delete_;
-    if (source.send_floor == 0 && !source.reset) continue;
     s.Bind(1, int64_t{source.src});
     if (source.send_floor != 0) s.Bind(2, static_cast<int64_t>(source.send_floor));
     if (!s.Run(error)) return Prefixed("relay journal", error);

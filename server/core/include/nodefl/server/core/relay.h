@@ -307,7 +307,7 @@ class Relay {
   const DeviceRegistry& registry_;
   const RelayLimits limits_;
   RelayJournal* journal_ = nullptr;
-  uint64_t first_relay_id_ = 1;  // ids below it were restored
+  const uint64_t first_relay_id_;  // ids below it were restored
   std::unique_ptr<Slot[]> slots_;
   // Per slot, under SourceStripeFor: the highest send id an earlier process
   // routed (RestoreSendFloor); allocated only by a restart that has some,

@@ -6,8 +6,9 @@
 //
 // The relay's calls only change an in-memory batch (under this object's
 // mutex, never doing I/O); a writer thread turns the batch into one SQLite
-// transaction every `interval`, the server's job runner calls Write() at
-// each round start (a round boundary), and Stop() writes what is left.
+// transaction every `interval` and whenever WriteSoon() asks (the server's
+// job runner does at each round start, a round boundary), and Stop()
+// writes what is left.
 // The batch is coalesced per device: a message queued and acknowledged
 // between two writes is never written, a dropped queue deletes what was
 // written for it, and a source's highest routed send id is written once.
@@ -60,6 +61,9 @@ class StoredRelayJournal final : public RelayJournal {
   // Writes the batch gathered so far now, as one transaction; true if there
   // was nothing to write or it committed.
   bool Write(std::string* error);
+  // Has the writer thread write now rather than at its next interval
+  // (a round boundary): the caller does no I/O.
+  void WriteSoon();
 
   RelayJournalStats Stats() const;
 
@@ -87,6 +91,7 @@ class StoredRelayJournal final : public RelayJournal {
   std::mutex thread_mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  bool write_soon_ = false;
   std::thread thread_;
 };
 
