@@ -184,13 +184,13 @@ Status DeviceSession::Close(const char* reason) {
 Status DeviceSession::Fail(Status status, const char* text, LogLevel level, const char* what) {
   CopyText(last_error_, sizeof(last_error_), text);
   state_ = SessionState::kClosed;
-  options_.log.Log(level, "device %u: %s (%s): %s", options_.device_id, what, status.str(), last_error_);
+  options_.log.Log(level, "device %u: %s (%s): %s", id_for_log(), what, status.str(), last_error_);
   return status;
 }
 
 Status DeviceSession::RoleResult(Status status, const Role& role, const char* during) {
   if (!status.ok()) {
-    options_.log.Log(LogLevel::kError, "device %u: role for job kind %u failed %s (%s)", options_.device_id,
+    options_.log.Log(LogLevel::kError, "device %u: role for job kind %u failed %s (%s)", id_for_log(),
                      static_cast<unsigned>(role.kind()), during, status.str());
   }
   return status;
@@ -205,13 +205,13 @@ void DeviceSession::LogReport(const nodefl_wire_Envelope& message) const {
     // role withheld the release whatever the server asked.
     options_.log.Log(LogLevel::kWarning,
                      "device %u: job %llu round %u: release refused, privacy budget exhausted (PERMISSION_DENIED)",
-                     options_.device_id, job, static_cast<unsigned>(message.round));
+                     id_for_log(), job, static_cast<unsigned>(message.round));
     return;
   }
   const char* name = code <= static_cast<uint32_t>(StatusCode::kUnauthenticated)
                          ? StatusCodeName(static_cast<StatusCode>(code))
                          : "?";
-  options_.log.Log(LogLevel::kWarning, "device %u: job %llu round %u: role reported %s", options_.device_id, job,
+  options_.log.Log(LogLevel::kWarning, "device %u: job %llu round %u: role reported %s", id_for_log(), job,
                    static_cast<unsigned>(message.round), name);
 }
 
@@ -314,7 +314,7 @@ Status DeviceSession::HandleWelcome() {
     counters_.sends_forgotten += forgotten;
     if (forgotten > 0) {
       options_.log.Log(LogLevel::kWarning, "device %u: %u unacknowledged kept sends dropped with the old session",
-                       options_.device_id, static_cast<unsigned>(forgotten));
+                       id_for_log(), static_cast<unsigned>(forgotten));
     }
   } else {
     if (w.last_relay_send_id >= next_send_id_) {
@@ -326,15 +326,15 @@ Status DeviceSession::HandleWelcome() {
   state_ = SessionState::kReady;
   if (resumed_) {
     options_.log.Log(LogLevel::kInfo, "device %u: resume accepted; relay deliveries continue after id %llu",
-                     options_.device_id, static_cast<unsigned long long>(last_relay_id_));
+                     id_for_log(), static_cast<unsigned long long>(last_relay_id_));
   } else if (asked_to_resume) {
     // Relay messages the old server session still held for this device are
     // gone; roles re-send what they need (Role::OnSessionRestart).
     options_.log.Log(LogLevel::kWarning, "device %u: resume refused; the server started a fresh session",
-                     options_.device_id);
+                     id_for_log());
   } else {
     options_.log.Log(LogLevel::kInfo, "device %u: registered (heartbeat %u ms, idle timeout %u ms)",
-                     options_.device_id, static_cast<unsigned>(heartbeat_interval_ms_),
+                     id_for_log(), static_cast<unsigned>(heartbeat_interval_ms_),
                      static_cast<unsigned>(idle_timeout_ms_));
   }
   if (restarted_) {

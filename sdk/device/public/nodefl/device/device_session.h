@@ -141,6 +141,9 @@ class DeviceSession {
   const Counters& counters() const { return counters_; }
 
  private:
+  // The id for "%u" in log lines: uint32_t is unsigned long on some
+  // targets (arm-none-eabi), where %u with it would be a format mismatch.
+  unsigned id_for_log() const { return static_cast<unsigned>(options_.device_id); }
   struct ActiveJob {
     uint64_t job_id;
     Role* role;
