@@ -2,7 +2,7 @@
 # The project's test command (README: `bash tests/run-all.sh`; CI runs it too).
 #
 # Stages, in order:
-#   deps     toolchains/install-deps.sh host arm64 armhf (apt; quick no-op when
+#   deps     toolchains/install-deps.sh host arm64 armhf cortex-m (apt; quick no-op when
 #            everything is installed)
 #   host     build/host: Ninja, RelWithDebInfo without debug information
 #            (-O2 -DNDEBUG: it costs a third of the build time, and the
@@ -22,6 +22,12 @@
 #            aarch64 and the host);
 #            if qemu-arm cannot run a test binary at all on this machine
 #            the stage is reported as BUILT ONLY (not a failure)
+#   cortex-m build/cortex-m: the SDK on bare-metal Cortex-M4F
+#            (tests/cortex-m/run-firmware-tests.sh): MbedTLS and nanopb
+#            from Debian's source packages, the SDK and the firmware images
+#            built with toolchains/arm-none-eabi-cortex-m4f.cmake, the unit
+#            tests and footprint images run under qemu-system-arm
+#            (mps2-an386, semihosting)
 #   tsan     build/tsan: the server's network layer with ThreadSanitizer: the
 #            stream, relay and TLS transport tests and the fault-injection
 #            tests (a server and 34 devices on threads over 127.0.0.1), in a
@@ -161,10 +167,10 @@ run_ctest() {
 # stage_deps: install-deps.sh once per mode; deps_ok_<mode>=0 if that failed,
 # and the stages needing those packages are then reported as failed, not run.
 # shellcheck disable=SC2034  # read through ${!ok_var} in stage_cross
-deps_ok_host=1 deps_ok_arm64=1 deps_ok_armhf=1
+deps_ok_host=1 deps_ok_arm64=1 deps_ok_armhf=1 deps_ok_cortex_m=1
 stage_deps() {
   local t0=$SECONDS modes=(host) ok=1
-  ((host_only)) || modes+=(arm64 armhf)
+  ((host_only)) || modes+=(arm64 armhf cortex-m)
   header "deps: toolchains/install-deps.sh ${modes[*]}"
   if ((!install)); then
     note "skipped (--no-install)"
@@ -177,7 +183,7 @@ stage_deps() {
   for mode in "${modes[@]}"; do
     if ! bash toolchains/install-deps.sh "$mode"; then
       ok=0
-      printf -v "deps_ok_$mode" 0
+      printf -v "deps_ok_${mode//-/_}" 0
     fi
   done
   if ((ok)); then
@@ -273,12 +279,22 @@ build_stage() {
       local toolchain_var="CROSS_TOOLCHAIN_$name" left_out=$CROSS_LEFT_OUT binaries=""
       local toolchain=${!toolchain_var}
       [[ $name == armhf ]] && binaries=$ARMHF_TEST_BINARIES
+      # The host tree's server, emulator and CA: the board client's job test.
       configure "$dir" -DNODEFL_SDK_ONLY=ON -DCMAKE_TOOLCHAIN_FILE="$ROOT/$toolchain" "${NO_DEBUG_INFO[@]}" \
                 "-DNODEFL_CROSS_LEFT_OUT=$left_out" "-DNODEFL_CROSS_TEST_BINARIES=$binaries" \
+                "-DNODEFL_HOST_TOOLS_DIR=$ROOT/build/host/bin" \
         && build "$dir" && check_target_libraries "$dir" "$toolchain" ;;
     asan)
-      configure "$dir" -DNODEFL_SDK_ONLY=ON -DNODEFL_SANITIZE=address,undefined "${ASAN_FLAGS[@]}" \
+      # Without the board client: its job test runs on the host and in the
+      # cross trees; here it would only add build time.
+      configure "$dir" -DNODEFL_SDK_ONLY=ON -DNODEFL_SANITIZE=address,undefined -DNODEFL_DEVICE_CLIENT=OFF \
+                "${ASAN_FLAGS[@]}" \
         && build "$dir" ;;
+    cortex-m)
+      local t0=$SECONDS rc=0
+      NODEFL_JOBS=$JOBS bash tests/cortex-m/run-firmware-tests.sh --build-dir "$dir" --build-only || rc=$?
+      build_s=$((SECONDS - t0))
+      return "$rc" ;;
     tsan)
       configure "$dir" -DNODEFL_SANITIZE=thread -DNODEFL_WITH_KCAGC=OFF "${TSAN_FLAGS[@]}" \
         && build "$dir" --target "${TSAN_TARGETS[@]}" ;;
@@ -360,6 +376,11 @@ test_asan() {
     run_ctest build/asan -LE 'slow|exhaustive'
 }
 
+# The firmware images under qemu-system-arm (built by build_stage).
+test_cortex_m() {
+  NODEFL_JOBS=$JOBS bash tests/cortex-m/run-firmware-tests.sh --build-dir build/cortex-m --no-build
+}
+
 test_tsan() {
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/sanitizers/tsan.supp" \
     run_ctest build/tsan -R "$TSAN_TESTS"
@@ -390,6 +411,7 @@ stage_title() {
     host) echo "configure, build (-Werror) and run all tests in build/host" ;;
     aarch64) echo "cross-build the SDK + unit tests in build/aarch64, run them under qemu-aarch64" ;;
     armhf) echo "cross-build the SDK + unit tests in build/armhf, run them under qemu-arm" ;;
+    cortex-m) echo "the SDK on bare-metal Cortex-M4F in build/cortex-m, firmware tests under qemu-system-arm" ;;
     asan) echo "the SDK and its unit tests with ASan + UBSan in build/asan" ;;
     tsan) echo "the server's network layer with ThreadSanitizer in build/tsan" ;;
   esac
@@ -400,6 +422,7 @@ packages_missing() {
   case $1 in
     aarch64) ((deps_ok_arm64)) || echo "not run: arm64 packages missing" ;;
     armhf) ((deps_ok_armhf)) || echo "not run: armhf packages missing" ;;
+    cortex-m) ((deps_ok_cortex_m)) || echo "not run: cortex-m packages missing" ;;
     *) ((deps_ok_host)) || echo "not run: host packages missing" ;;
   esac
 }
@@ -437,17 +460,21 @@ run_stage() {
     host) test_host || rc=1 ;;
     asan) test_asan || rc=1 ;;
     tsan) test_tsan || rc=1 ;;
+    cortex-m) test_cortex_m || rc=1 ;;
     aarch64) test_cross aarch64 qemu-aarch64 1 || rc=$? ;;
     armhf) test_cross armhf qemu-arm 0 || rc=$? ;;
   esac
   case $name in aarch64) where="under qemu-aarch64; $where" ;; armhf) where="under qemu-arm; $where" ;; esac
   if ((rc == 2)); then
     record "$name" "BUILT ONLY" $((SECONDS - t0)) "!!! tests NOT run: qemu-arm cannot execute them here"
+  elif ((rc == 0)) && [[ $name == cortex-m ]]; then
+    record "$name" PASS $((SECONDS - t0)) "$(grep -m1 -oE '[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' \
+      "$dir/fw-tests.log") under qemu-system-arm; footprint table in $dir/footprint.md (${where}build ${build_s}s)"
   elif ((rc == 0)); then
     record "$name" PASS $((SECONDS - t0)) "$(ctest_result "$dir/ctest.log") (${where}build ${build_s}s)"
   else
-    local r
-    r=$(ctest_result "$dir/ctest.log" 2>/dev/null)
+    local r=""
+    [[ $name == cortex-m ]] || r=$(ctest_result "$dir/ctest.log" 2>/dev/null)
     record "$name" FAIL $((SECONDS - t0)) "${r:-test run failed (see above)} (${where}build ${build_s}s)"
   fi
 }
@@ -460,7 +487,7 @@ stage_deps
 
 # The host stage builds in the foreground; the rest build behind its tests.
 later=()
-((host_only)) || later+=(aarch64 armhf)
+((host_only)) || later+=(aarch64 armhf cortex-m)
 # TSan before ASan: the stage that ends the run runs its tests with nothing
 # left to build beside them, and ASan's (30 s) are half as long as TSan's,
 # which mostly wait on sockets and deadlines while ASan's tree builds.
@@ -472,7 +499,8 @@ done
 
 run_stage host 0 start_background_builds "${buildable[@]}"
 
-((host_only)) && record aarch64 SKIPPED 0 "--host-only" && record armhf SKIPPED 0 "--host-only"
+((host_only)) && record aarch64 SKIPPED 0 "--host-only" && record armhf SKIPPED 0 "--host-only" &&
+  record cortex-m SKIPPED 0 "--host-only"
 ((sanitize)) || { record asan SKIPPED 0 "--no-sanitize"; record tsan SKIPPED 0 "--no-sanitize"; }
 for name in "${later[@]}"; do
   run_stage "$name" 1

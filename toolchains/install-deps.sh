@@ -9,7 +9,11 @@
 #   arm64   cross toolchain g++-aarch64-linux-gnu, qemu-user and the target
 #           libraries as Debian multiarch packages (libmbedtls-dev:arm64 ...)
 #   armhf   the same for 32-bit ARM hard-float (g++-arm-linux-gnueabihf)
-#   all     host arm64 armhf
+#   cortex-m bare-metal Cortex-M: gcc-arm-none-eabi with newlib(-nano) and
+#           its libstdc++, qemu-system-arm (mps2-an386), and what
+#           toolchains/fetch-debian-source.sh needs to fetch MbedTLS and
+#           nanopb sources (tests/cortex-m/run-firmware-tests.sh)
+#   all     host arm64 armhf cortex-m
 #   --check only report what is missing; exit 1 if anything is
 # Default mode: host. Installing needs root (no sudo is attempted).
 #
@@ -31,6 +35,7 @@ readonly HOST_PKGS=(
   build-essential g++ cmake ninja-build pkg-config python3
   libmbedtls-dev libgtest-dev libnanopb-dev nanopb libeigen3-dev libboost-dev libsqlite3-dev
   python3-sklearn
+  openjdk-17-jdk-headless
 )
 # Target libraries are Multi-Arch: same, so they co-install with the amd64
 # ones as long as the versions match (they come from the same archive).
@@ -44,12 +49,20 @@ readonly ARMHF_PKGS=(
   cmake ninja-build nanopb g++-arm-linux-gnueabihf qemu-user
   libc6:armhf libstdc++6:armhf libmbedtls-dev:armhf libgtest-dev:armhf libnanopb-dev:armhf
 )
+# No target library packages: Debian ships none for arm-none-eabi, so
+# MbedTLS and the nanopb runtime are built from Debian's source packages
+# (apt-get source, which needs dpkg-dev to unpack and the archive keyring to
+# verify; both are usually present already).
+readonly CORTEX_M_PKGS=(
+  cmake ninja-build nanopb python3 gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
+  qemu-system-arm dpkg-dev debian-archive-keyring
+)
 
 prog=${0##*/}
 say() { printf '[%s] %s\n' "$prog" "$*"; }
 die() { printf '[%s] ERROR: %s\n' "$prog" "$*" >&2; exit 1; }
 
-usage() { sed -n '2,16s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,18s/^# \{0,1\}//p' "$0"; }
 
 check_only=0
 modes=()
@@ -57,8 +70,8 @@ for arg in "$@"; do
   case $arg in
     -h|--help) usage; exit 0 ;;
     --check) check_only=1 ;;
-    host|arm64|armhf) modes+=("$arg") ;;
-    all) modes+=(host arm64 armhf) ;;
+    host|arm64|armhf|cortex-m) modes+=("$arg") ;;
+    all) modes+=(host arm64 armhf cortex-m) ;;
     *) usage >&2; die "unknown argument '$arg'" ;;
   esac
 done
@@ -80,6 +93,7 @@ mode_pkgs() {
     host) printf '%s\n' "${HOST_PKGS[@]}" ;;
     arm64) printf '%s\n' "${ARM64_PKGS[@]}" ;;
     armhf) printf '%s\n' "${ARMHF_PKGS[@]}" ;;
+    cortex-m) printf '%s\n' "${CORTEX_M_PKGS[@]}" ;;
   esac
 }
 

@@ -12,17 +12,6 @@
 #include <algorithm>
 
 #include "nodefl/client/device_pump.h"
-#include "nodefl/crypto/rng.h"
-#include "nodefl/compare/compare_sizing.h"
-#include "nodefl/lumos/mcmc_binding.h"
-#include "nodefl/lumos/trim_binding.h"
-#include "nodefl/core/storage_plan.h"
-#include "nodefl/echo/echo_sizing.h"
-#include "nodefl/fedwalk/hct_sizing.h"
-#include "nodefl/fedwalk/histogram_sizing.h"
-#include "nodefl/fedwalk/walk_sizing.h"
-#include "nodefl/platform/host_platform.h"
-#include "nodefl/protocol/limits.h"
 
 namespace nodefl::emulator {
 namespace {
@@ -30,22 +19,6 @@ namespace {
 // Ciphertext read from the socket at a time (what TlsSocket read before the
 // pump joined TLS and the session).
 constexpr size_t kSocketReadChunk = 4096;
-constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePayloadBytes;
-// Room for several frames, so a role can send a batch of sealed messages per
-// poll without waiting for the socket.
-constexpr size_t kOutputFrames = 4;
-// Kept sends (RelaySends and JobData uploads) until the server acknowledges
-// them (24.7 kB). It is also the device's send window, and roles send only
-// while a largest send still fits: 20.6 KiB in flight, more than the output buffer holds. With two
-// (4.1 KiB in flight) FedWalk devices forwarded so slowly that their walk
-// queues filled and walks were dropped and issued again.
-constexpr size_t kUnackedBytes = 6 * device::UnackedSends::kMaxEntryBytes;
-
-// One entropy source for every device's DRBG; it must outlive them all.
-const EntropySource& HostEntropy() {
-  static const EntropySource source{&host::HostEntropyFill, nullptr};
-  return source;
-}
 
 }  // namespace
 
@@ -75,222 +48,19 @@ void EmulatedDevice::Fail(const std::string& why) {
 }
 
 Status EmulatedDevice::Init() {
-  const uint8_t personal[4] = {static_cast<uint8_t>(setup_.id), static_cast<uint8_t>(setup_.id >> 8),
-                               static_cast<uint8_t>(setup_.id >> 16), static_cast<uint8_t>(setup_.id >> 24)};
-  NODEFL_TRY(drbg_.SeedFromEntropy(HostEntropy(), ConstByteSpan(personal)));
-  NODEFL_TRY(credentials_.ShareCaChain(*fleet_.ca));
-  NODEFL_TRY(credentials_.LoadOwnIdentity(ConstByteSpan(setup_.certificate_der),
-                                          ConstByteSpan(setup_.private_key_der)));
+  // The node's graph data moves into the device (id stays readable here).
+  node_ = std::make_unique<host::node::DeviceRoles>(fleet_, std::move(static_cast<host::node::NodeData&>(setup_)));
+  NODEFL_TRY(node_->credentials().ShareCaChain(*fleet_.ca));
+  NODEFL_TRY(node_->credentials().LoadOwnIdentity(ConstByteSpan(setup_.certificate_der),
+                                                  ConstByteSpan(setup_.private_key_der)));
   // The key material now lives in MbedTLS's contexts; drop our copies.
   std::fill(setup_.private_key_der.begin(), setup_.private_key_der.end(), 0);
   setup_.private_key_der.clear();
   setup_.certificate_der.clear();
-  NODEFL_TRY(tls_config_.Init(tls::TlsRole::kClient, credentials_, &crypto::DrbgRandom, &drbg_));
-
-  frame_buffer_.resize(kMaxFrame);
-  output_buffer_.resize(kOutputFrames * kMaxFrame);
-  unacked_buffer_.resize(kUnackedBytes);
-  device::SessionOptions options;
-  options.device_id = setup_.id;
-  // Session events go to stderr from the level the fleet chose (warnings
-  // and errors by default, so that ten thousand healthy devices stay quiet).
-  options.log.write = &host::HostStderrLog;
-  options.log.min_level = fleet_.device_log_level;
-  session_ = std::make_unique<device::DeviceSession>(
-      options,
-      device::SessionBuffers{ByteSpan(frame_buffer_), ByteSpan(output_buffer_), ByteSpan(unacked_buffer_)});
-
-  // One arena per device, sized by the SDK from the roles this device
-  // serves (docs/porting.md, "Sizing a device"); each role is carved from it.
-  const uint32_t neighbours = static_cast<uint32_t>(setup_.neighbours.size());
-  const uint32_t degree = std::max<uint32_t>(setup_.degree, neighbours);
-  const bool strict_fedwalk =
-      fleet_.job == "fedwalk-histograms" || (fleet_.job == "fedwalk" && fleet_.fedwalk_mode == "strict");
-  const bool paper_walks = fleet_.job == "fedwalk" && !strict_fedwalk;
-  const bool trims = fleet_.job == "lumos-trees";
-  const bool compares = fleet_.job == "secure-compare" || trims;
-  echo::EchoSizing echo_sizing;
-  echo_sizing.neighbours = neighbours;
-  fedwalk::HctSizing hct_sizing;
-  hct_sizing.neighbours = neighbours;
-  hct_sizing.codebook_entries_per_neighbour = fleet_.codebook_entries_per_neighbour;
-  hct_sizing.codebook_spare_entries = FleetSetup::kCodebookSpareEntries;
-  hct_sizing.kept_vertex_count = fleet_.keep_tree_and_bin_plan ? fleet_.vertex_count : 0;
-  fedwalk::HistogramSizing histogram_sizing;
-  histogram_sizing.neighbours = neighbours;
-  histogram_sizing.max_clusters = fleet_.vertex_count;
-  fedwalk::WalkSizing walk_sizing;
-  walk_sizing.neighbours = neighbours;
-  walk_sizing.peer_cache = fleet_.walk_peer_cache;
-  walk_sizing.base_slots = fleet_.walk_slots;
-  walk_sizing.walk_length = fleet_.walk_length_capacity;
-  walk_sizing.vertex_count = fleet_.vertex_count;
-  compare::CompareSizing compare_sizing;
-  compare_sizing.neighbours = neighbours;
-  compare_sizing.contexts = fleet_.compare_contexts;
-  compare_sizing.slots_per_context = fleet_.compare_slots;
-
-  StoragePlan device_plan;
-  const auto add = [&device_plan](const Result<StoragePlan>& role_plan) -> Status {
-    if (!role_plan.ok()) return role_plan.status();
-    return device_plan.Then(*role_plan);
-  };
-  NODEFL_TRY(add(echo::Plan(echo_sizing)));
-  NODEFL_TRY(add(fedwalk::Plan(hct_sizing)));
-  if (strict_fedwalk) NODEFL_TRY(add(fedwalk::Plan(histogram_sizing)));
-  if (paper_walks) NODEFL_TRY(add(fedwalk::Plan(walk_sizing)));
-  if (compares) NODEFL_TRY(add(compare::Plan(compare_sizing)));
-  lumos::TrimSizing trim_sizing;
-  trim_sizing.neighbours = neighbours;
-  if (trims) NODEFL_TRY(add(lumos::Plan(trim_sizing)));
-  lumos::McmcSizing mcmc_sizing;
-  mcmc_sizing.neighbours = neighbours;
-  mcmc_sizing.contexts = fleet_.compare_contexts;
-  if (trims) NODEFL_TRY(add(lumos::Plan(mcmc_sizing)));
-  arena_buffer_.resize(device_plan.ArenaBytes());
-  Arena arena{ByteSpan(arena_buffer_)};
-
-  NODEFL_TRY_ASSIGN(echo_storage_, echo::Carve(arena, echo_sizing));
-  for (uint32_t i = 0; i < neighbours; ++i) echo_storage_.peers[i].id = setup_.neighbours[i];
-  role_ = std::make_unique<echo::NeighbourEchoRole>(setup_.id, echo_storage_.peers.span(), credentials_,
-                                                     &crypto::DrbgRandom, &drbg_);
-  NODEFL_TRY(role_->Init());
-  NODEFL_TRY(session_->AddRole(*role_));
-
-  const uint8_t noise_personal[5] = {'n', personal[0], personal[1], personal[2], personal[3]};
-  if (fleet_.noise_seed != 0) {
-    NODEFL_TRY(noise_drbg_.SeedDeterministic(fleet_.noise_seed, setup_.id));
-  } else {
-    NODEFL_TRY(noise_drbg_.SeedFromEntropy(HostEntropy(), ConstByteSpan(noise_personal)));
-  }
-  ledger_entries_.resize(8);
-  ledger_ = std::make_unique<PrivacyLedger>(Span<LedgerEntry>(ledger_entries_), fleet_.budget);
-  NODEFL_TRY_ASSIGN(fedwalk::HctStorage hct_storage, fedwalk::Carve(arena, hct_sizing));
-  for (uint32_t i = 0; i < neighbours; ++i) hct_storage.neighbours[i].id = setup_.neighbours[i];
-  hct_role_ = std::make_unique<fedwalk::FedWalkHctRole>(setup_.id, hct_storage, noise_drbg_, *ledger_);
-  NODEFL_TRY(hct_role_->Init(degree, fleet_.max_neighbours == 0 ? fedwalk::FedWalkHctRole::kNoNeighbourCap
-                                                                 : fleet_.max_neighbours));
-  NODEFL_TRY(session_->AddRole(*hct_role_));
-
-  if (strict_fedwalk) {
-    NODEFL_TRY_ASSIGN(fedwalk::HistogramStorage hs, fedwalk::Carve(arena, histogram_sizing));
-    for (uint32_t i = 0; i < neighbours; ++i) hs.neighbours[i].id = setup_.neighbours[i];
-    histogram_role_ = std::make_unique<fedwalk::FedWalkHistogramRole>(setup_.id, hs, noise_drbg_, *ledger_);
-    NODEFL_TRY(histogram_role_->Init(degree, fleet_.max_neighbours == 0
-                                                 ? fedwalk::FedWalkHistogramRole::kNoNeighbourCap
-                                                 : fleet_.max_neighbours));
-    NODEFL_TRY(session_->AddRole(*histogram_role_));
-  }
-  if (paper_walks) {
-    NODEFL_TRY_ASSIGN(walk_storage_, fedwalk::Carve(arena, walk_sizing));
-    // Walk decisions and encodings draw from the noise DRBG; ECDH blinding
-    // from the TLS one (crypto/rng.h asks for separate generators).
-    walk_role_ = std::make_unique<fedwalk::FedWalkWalkRole>(setup_.id, walk_storage_.storage, credentials_,
-                                                          &crypto::DrbgRandom, &drbg_, noise_drbg_, *ledger_);
-    if (fleet_.shared_pair_keys != nullptr) walk_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
-    NODEFL_TRY(session_->AddRole(*walk_role_));
-  }
-  if (compares) {
-    NODEFL_TRY_ASSIGN(compare_storage_, compare::Carve(arena, compare_sizing));
-    for (uint32_t i = 0; i < neighbours; ++i) compare_storage_.peers[i].id = setup_.neighbours[i];
-    compare_role_ = std::make_unique<compare::SecureCompareRole>(setup_.id, compare_storage_.peers.span(),
-                                                                 compare_storage_.contexts.span(), credentials_,
-                                                                 &crypto::DrbgRandom, &drbg_);
-    if (fleet_.shared_pair_keys != nullptr) compare_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
-    compare_role_->set_hand_over_keys(trims);
-    NODEFL_TRY(compare_role_->Init());
-    NODEFL_TRY(session_->AddRole(*compare_role_));
-  }
-  if (trims) {
-    NODEFL_TRY_ASSIGN(trim_storage_, lumos::Carve(arena, trim_sizing));
-    for (uint32_t i = 0; i < neighbours; ++i) trim_storage_.peers[i].id = setup_.neighbours[i];
-    trim_role_ = std::make_unique<lumos::LumosTrimRole>(setup_.id, trim_storage_.peers.span());
-    NODEFL_TRY(trim_role_->Init());
-    NODEFL_TRY(session_->AddRole(*trim_role_));
-    NODEFL_TRY_ASSIGN(mcmc_storage_, lumos::Carve(arena, mcmc_sizing));
-    for (uint32_t i = 0; i < neighbours; ++i) {
-      mcmc_storage_.peers[i].id = mcmc_storage_.neighbour_keys[i].id = setup_.neighbours[i];
-    }
-    mcmc_role_ = std::make_unique<lumos::LumosMcmcRole>(
-        setup_.id, mcmc_storage_.peers.span(), mcmc_storage_.neighbour_keys.span(), mcmc_storage_.cache.span(),
-        mcmc_storage_.contexts.span(), credentials_, &crypto::DrbgRandom, &drbg_);
-    if (fleet_.shared_pair_keys != nullptr) mcmc_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
-    NODEFL_TRY(mcmc_role_->Init());
-    NODEFL_TRY(session_->AddRole(*mcmc_role_));
-  }
-  if (trims && fleet_.lumos_train) {
-    train_peers_.resize(neighbours);
-    train_keys_.resize(neighbours);
-    for (uint32_t i = 0; i < neighbours; ++i) train_peers_[i].id = train_keys_[i].id = setup_.neighbours[i];
-    // Room for the widest model the fleet was told to expect (GAT needs
-    // more than GCN) on a tree of every neighbour.
-    lumos::TrainParameters widest;
-    widest.layer = 2;
-    widest.features = fleet_.train_features;
-    widest.hidden = static_cast<uint16_t>(fleet_.train_hidden);
-    widest.out = static_cast<uint16_t>(fleet_.train_out);
-    // GAT keeps attention per head and edge: the most heads any shape of
-    // these widths can have (heads divide both widths).
-    widest.heads = static_cast<uint8_t>(std::min<uint32_t>(255, std::min(fleet_.train_hidden, fleet_.train_out)));
-    widest.classes = static_cast<uint16_t>(fleet_.train_classes);
-    // ... for either task (link: no classifier, but partners and their
-    // embeddings).
-    lumos::TrainParameters widest_link = widest;
-    widest_link.task = lumos::TrainTask::kLink;
-    widest_link.classes = 0;
-    // ... and with secure sum's input vector when the devices have room for
-    // mask peers.
-    const uint32_t mask_peers = fleet_.train_secagg_peers;
-    widest.secure_sum = widest_link.secure_sum = mask_peers > 0;
-    const uint32_t partners = fleet_.train_partners;
-    train_memory_.resize(std::max(lumos::TrainRoleMemory(widest, neighbours, neighbours),
-                                  lumos::TrainRoleMemory(widest_link, neighbours, neighbours, partners)));
-    train_partners_.resize(partners);
-    train_partner_keys_.resize(partners);
-    train_role_ = std::make_unique<lumos::LumosTrainRole>(
-        setup_.id, Span<lumos::TrainPeer>(train_peers_), Span<roles::KeyedPeer>(train_keys_),
-        ByteSpan(train_memory_), credentials_, &crypto::DrbgRandom, &drbg_, noise_drbg_, *ledger_);
-    if (fleet_.shared_pair_keys != nullptr) train_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
-    train_role_->SetLinkMemory(Span<lumos::TrainPeer>(train_partners_), Span<roles::KeyedPeer>(train_partner_keys_));
-    if (mask_peers > 0) {
-      train_agg_peers_.resize(mask_peers);
-      train_agg_shares_.resize(2 * size_t{mask_peers});
-      train_agg_points_.resize(mask_peers);
-      train_agg_keys_.resize(mask_peers);
-      train_agg_held_.resize(mask_peers);  // one per mask peer: none is ever dropped
-      lumos::TrainSecureSumMemory memory;
-      memory.peers = Span<secagg::AggregationPeer>(train_agg_peers_);
-      memory.shares = Span<secagg::Share>(train_agg_shares_);
-      memory.points = Span<uint64_t>(train_agg_points_);
-      memory.keys = Span<roles::KeyedPeer>(train_agg_keys_);
-      memory.held = Span<secagg::HeldMessage>(train_agg_held_);
-      // The TLS DRBG, as the secure-aggregate role's client: round keys and
-      // shares are key material, not noise.
-      train_role_->SetSecureSumMemory(memory, drbg_);
-    }
-    NODEFL_TRY(train_role_->Init());
-    train_role_->SetData(Span<const float>(setup_.features), setup_.label);
-    NODEFL_TRY(session_->AddRole(*train_role_));
-  }
-  if (fleet_.job == "secure-aggregate") {
-    // Memory for the widest aggregation the server may run (FleetSetup).
-    const uint32_t peers = fleet_.secagg_peers;
-    secagg_peers_.resize(peers);
-    secagg_shares_.resize(2 * size_t{peers});
-    secagg_points_.resize(peers);
-    secagg_vector_.resize(fleet_.secagg_length);
-    secagg_keys_.resize(peers);
-    secagg_held_.resize(peers);  // one per mask peer: none is ever dropped
-    secagg::SecureAggregateMemory memory;
-    memory.aggregation = secagg::AggregationMemory{
-        Span<secagg::AggregationPeer>(secagg_peers_), Span<secagg::Share>(secagg_shares_),
-        Span<uint64_t>(secagg_points_), Span<uint32_t>(secagg_vector_)};
-    memory.keys = Span<roles::KeyedPeer>(secagg_keys_);
-    memory.held = Span<secagg::HeldMessage>(secagg_held_);
-    secagg_role_ = std::make_unique<secagg::SecureAggregateRole>(setup_.id, memory, credentials_, drbg_);
-    if (fleet_.shared_pair_keys != nullptr) secagg_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
-    NODEFL_TRY(session_->AddRole(*secagg_role_));
-  }
+  const seal::PairKeySource pair_keys =
+      fleet_.shared_pair_keys != nullptr ? fleet_.shared_pair_keys->source() : seal::PairKeySource();
+  NODEFL_TRY(node_->Init(pair_keys));
+  session_ = &node_->session();
   if (fleet_.job == "kcagc") {
 #if NODEFL_WITH_KCAGC
     // A kCAGC participant: device l holds participant l's data (kcagc_fleet.h).
@@ -298,8 +68,8 @@ Status EmulatedDevice::Init() {
       return Status::InvalidArgument();
     }
     kcagc_role_ = std::make_unique<kcagc::ParticipantRole>(setup_.id, (*fleet_.kcagc_participants)[setup_.id],
-                                                           credentials_, drbg_);
-    if (fleet_.shared_pair_keys != nullptr) kcagc_role_->SetPairKeySource(fleet_.shared_pair_keys->source());
+                                                           node_->credentials(), node_->key_drbg());
+    kcagc_role_->SetPairKeySource(pair_keys);
     NODEFL_TRY(session_->AddRole(*kcagc_role_));
 #else
     return Status::Unimplemented();  // built with NODEFL_WITH_KCAGC=OFF
@@ -308,30 +78,11 @@ Status EmulatedDevice::Init() {
   return Status::Ok();
 }
 
-std::vector<std::pair<uint32_t, bool>> EmulatedDevice::LumosOrientation() const {
-  std::vector<std::pair<uint32_t, bool>> out;
-  if (mcmc_role_ && mcmc_role_->finished()) {
-    for (const lumos::McmcPeer& p : mcmc_role_->peers()) out.push_back({p.id, p.keep});
-  } else if (trim_role_) {
-    for (const lumos::TrimPeer& p : trim_role_->peers()) out.push_back({p.id, p.keep});
-  }
-  return out;
-}
-
 bool EmulatedDevice::finished() const {
-  if (histogram_role_) return histogram_role_->finished();
-  if (fleet_.job == "fedwalk") return walk_role_ && walk_role_->finished();
-  if (fleet_.job == "secure-compare") return compare_role_ && compare_role_->finished();
-  if (fleet_.job == "secure-aggregate") return secagg_role_ && secagg_role_->finished();
 #if NODEFL_WITH_KCAGC
   if (fleet_.job == "kcagc") return kcagc_role_ && kcagc_role_->finished();
 #endif
-  if (fleet_.job == "lumos-trees") {
-    if (train_role_) return train_role_->finished();
-    return (trim_role_ && trim_role_->finished()) || (mcmc_role_ && mcmc_role_->finished());
-  }
-  if (fleet_.job == "fedwalk-hct") return hct_role_ && hct_role_->finished();
-  return role_ && role_->finished();
+  return node_ && node_->finished();
 }
 
 void EmulatedDevice::Start() {
@@ -378,9 +129,9 @@ bool EmulatedDevice::ReachedPhase(FaultPhase phase) const {
     case FaultPhase::kNone:
       return connection_up_;
     case FaultPhase::kEcho:
-      return role_ && role_->stats().sent > 0;
+      return node_->echo_role().stats().sent > 0;
     case FaultPhase::kEchoKeys:
-      return role_ && role_->keys_reported();
+      return node_->echo_role().keys_reported();
     case FaultPhase::kTree:
       return hct_reported_rounds_ > 0;
     case FaultPhase::kWalks:
@@ -683,7 +434,7 @@ Status EmulatedDevice::EnsurePump() {
   plaintext_.resize(client::kPumpPlaintextBytes);
   endpoint_ = std::make_unique<tls::TlsEndpoint>();
   const Status st =
-      endpoint_->Init(tls_config_, ByteSpan(tls_inbound_), ByteSpan(tls_outbound_), fleet_.server_name.c_str());
+      endpoint_->Init(node_->tls_config(), ByteSpan(tls_inbound_), ByteSpan(tls_outbound_), fleet_.server_name.c_str());
   if (!st.ok()) {
     endpoint_.reset();
     return st;
@@ -762,14 +513,16 @@ void EmulatedDevice::NoteProgress() {
     add(now.records_repeated, was.records_repeated, fleet_.stats->records_repeated);
     add(now.relay_duplicates, was.relay_duplicates, fleet_.stats->relay_duplicates);
   }
-  const auto& s = role_->stats();
+  // Each stage's results go to the next as soon as it finishes here.
+  if (const Status advanced = node_->Advance(); !advanced.ok()) Fail(std::string("roles: ") + advanced.str());
+  const auto& s = node_->echo_role().stats();
   if (s.sent < reported_.sent || s.received < reported_.received) reported_ = {};  // a new job began
   fleet_.stats->sealed_sent.fetch_add(s.sent - reported_.sent);
   fleet_.stats->verified_received.fetch_add(s.received - reported_.received);
   fleet_.stats->duplicates.fetch_add(s.duplicates - reported_.duplicates);
   fleet_.stats->rejected.fetch_add(s.rejected - reported_.rejected);
   reported_ = s;
-  const auto& h = hct_role_->stats();
+  const auto& h = node_->hct_role().stats();
   if (h.reports > hct_reported_rounds_) {
     fleet_.stats->hct_rounds_reported.fetch_add(h.reports - hct_reported_rounds_);
     hct_reported_rounds_ = h.reports;
@@ -778,25 +531,15 @@ void EmulatedDevice::NoteProgress() {
     fleet_.stats->hct_failures.fetch_add(h.failures - hct_reported_failures_);
     hct_reported_failures_ = h.failures;
   }
-  if (walk_role_) {
-    // The walk job needs what the HCT job left on the device: bind it as
-    // soon as that job is done (before the walk job's first message), and
-    // again when the server ran the HCT job anew (it started the plan over,
-    // e.g. after a restart): the walk job of the old plan is dropped.
-    if (hct_role_->finished() && hct_role_->job_id() != walk_bound_hct_job_) {
-      walk_bound_hct_job_ = hct_role_->job_id();
-      walk_role_->Abandon();
-      const Status bound = walk_role_->Init(fedwalk::WalkInputsFrom(*hct_role_));
-      if (!bound.ok()) Fail(std::string("walk role: ") + bound.str());
-    }
-    const auto& w = walk_role_->stats();
+  if (const fedwalk::FedWalkWalkRole* walks = node_->walk_role()) {
+    const auto& w = walks->stats();
     fleet_.stats->walks_forwarded.fetch_add(w.forwarded - walk_reported_.forwarded);
     fleet_.stats->walks_finished.fetch_add(w.finished - walk_reported_.finished);
     fleet_.stats->walks_dropped.fetch_add(w.dropped - walk_reported_.dropped);
     walk_reported_ = w;
   }
-  if (histogram_role_) {
-    const auto& hs = histogram_role_->stats();
+  if (const fedwalk::FedWalkHistogramRole* histograms = node_->histogram_role()) {
+    const auto& hs = histograms->stats();
     if (hs.releases < histogram_reported_.releases || hs.failures < histogram_reported_.failures) {
       histogram_reported_ = {};  // a new job began
     }
@@ -804,61 +547,42 @@ void EmulatedDevice::NoteProgress() {
     fleet_.stats->histogram_failures.fetch_add(hs.failures - histogram_reported_.failures);
     histogram_reported_ = hs;
   }
-  if (compare_role_) {
-    const auto& c = compare_role_->stats();
+  if (const compare::SecureCompareRole* compares = node_->compare_role()) {
+    const auto& c = compares->stats();
     fleet_.stats->compare_done.fetch_add(c.done - compare_reported_.done);
     fleet_.stats->compare_aborted.fetch_add(c.aborted - compare_reported_.aborted);
     fleet_.stats->compare_messages.fetch_add(c.messages_sent - compare_reported_.messages_sent);
     fleet_.stats->compare_bytes.fetch_add(c.bytes_sent - compare_reported_.bytes_sent);
     compare_reported_ = c;
   }
-  if (trim_role_) {
-    // Trimming starts from what the comparisons left on the device: bind
-    // it as soon as that job is done (before the trimming job's first
-    // message, which the server sends only after every device reported).
-    if (!trim_bound_ && compare_role_ && compare_role_->finished()) {
-      trim_bound_ = true;
-      // Both stages' roles are bound; the plan runs one. The trimming role
-      // takes the comparison keys over; the MCMC role needs the outcomes only.
-      Status bound = lumos::BindGreedy(*compare_role_, setup_.id, trim_storage_.peers.span(), *trim_role_);
-      if (bound.ok()) bound = lumos::BindMcmcGreedy(*compare_role_, mcmc_storage_.peers.span(), *mcmc_role_);
-      if (bound.ok()) {
-        fleet_.stats->trim_bound.fetch_add(1);
-      } else {
-        Fail(std::string("trim role: ") + bound.str());
-      }
-    }
-    const auto& t = trim_role_->stats();
+  if (node_->trim_bound() && !trim_bound_counted_ && !failed_) {
+    trim_bound_counted_ = true;
+    fleet_.stats->trim_bound.fetch_add(1);
+  }
+  if (const lumos::LumosTrimRole* trims = node_->trim_role()) {
+    const auto& t = trims->stats();
     if (t.steps < trim_reported_.steps) trim_reported_ = {};  // a new job began
     fleet_.stats->trim_messages.fetch_add((t.searches_sent + t.echoes_sent) -
                                           (trim_reported_.searches_sent + trim_reported_.echoes_sent));
     fleet_.stats->trim_steps.fetch_add(t.steps - trim_reported_.steps);
     trim_reported_ = t;
   }
-  if (train_role_ && !train_bound_ &&
-      ((trim_role_ && trim_role_->finished()) || (mcmc_role_ && mcmc_role_->finished()))) {
-    // Training starts from the trees the trimming stage left.
-    train_bound_ = true;
-    const std::vector<std::pair<uint32_t, bool>> kept = LumosOrientation();
-    for (size_t i = 0; i < kept.size() && i < train_peers_.size(); ++i) train_peers_[i].keep = kept[i].second;
-    train_role_->Bind();
-  }
-  if (train_role_) {
-    const uint32_t epochs = train_role_->stats().epochs;
+  if (const lumos::LumosTrainRole* train = node_->train_role()) {
+    const uint32_t epochs = train->stats().epochs;
     if (epochs >= train_epochs_reported_) fleet_.stats->train_epochs.fetch_add(epochs - train_epochs_reported_);
     train_epochs_reported_ = epochs;
   }
-  if (mcmc_role_) {
-    const auto& m = mcmc_role_->stats();
+  if (const lumos::LumosMcmcRole* mcmc = node_->mcmc_role()) {
+    const auto& m = mcmc->stats();
     if (m.messages_sent < mcmc_reported_.messages_sent) mcmc_reported_ = {};  // a new job began
     fleet_.stats->trim_messages.fetch_add(m.messages_sent - mcmc_reported_.messages_sent);
     fleet_.stats->trim_steps.fetch_add(m.moves - mcmc_reported_.moves);
     mcmc_reported_ = m;
   }
-  if (secagg_role_) {
+  if (const secagg::SecureAggregateRole* secagg = node_->secagg_role()) {
     // Counters restart with each job the role begins.
-    const auto& c = secagg_role_->client().stats();
-    const uint32_t sealed = secagg_role_->stats().sealed_sent;
+    const auto& c = secagg->client().stats();
+    const uint32_t sealed = secagg->stats().sealed_sent;
     if (c.completed < secagg_reported_.completed || sealed < secagg_sealed_reported_) {
       secagg_reported_ = {};
       secagg_sealed_reported_ = 0;
@@ -882,7 +606,7 @@ void EmulatedDevice::NoteProgress() {
 #endif
   MaybeScheduleKill();
   if (finished() && !counted_finished_) {
-    if (hct_role_->finished()) fleet_.stats->hct_codebook_rows.fetch_add(h.codebook_rows_kept);
+    if (node_->hct_role().finished()) fleet_.stats->hct_codebook_rows.fetch_add(h.codebook_rows_kept);
     counted_finished_ = true;
     fleet_.stats->finished.fetch_add(1);
   }

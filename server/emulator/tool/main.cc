@@ -49,6 +49,8 @@ struct Options {
   std::string server_name = "localhost";
   std::string bundle;
   uint32_t devices = 0;  // 0: all nodes
+  // --external-nodes: node ids played by devices outside this process.
+  std::vector<uint32_t> external;
   uint32_t threads = 2;
   uint32_t connect_concurrency = 128;
   uint32_t timeout_s = 1800;
@@ -88,6 +90,10 @@ void PrintHelp() {
       "  --server HOST:PORT       server address (default 127.0.0.1:7443)\n"
       "  --server-name NAME       name in the server certificate (default localhost)\n"
       "  --devices N              emulate only nodes 0..N-1 and the edges among them\n"
+      "  --external-nodes LIST    leave these node ids (e.g. 0,5,30-33) to devices outside this\n"
+      "                           process (board clients: examples/device-linux); the emulator\n"
+      "                           plays the rest and waits for its own devices only (jobs\n"
+      "                           fedwalk, fedwalk-hct, fedwalk-histograms, secure-compare)\n"
       "  --threads N              event-loop threads (default 2)\n"
       "  --connect-concurrency N  handshakes in flight at once (default 128)\n"
       "  --timeout S              give up after S seconds (default 1800)\n"
@@ -174,6 +180,30 @@ void PrintHelp() {
       "rounds without a failure), 1 otherwise, 2 for bad arguments. With --faults: 0 when\n"
       "every device not killed for good finished (the exact totals are the server's to\n"
       "account: its job_finished line).");
+}
+
+// "0,5,30-33" into sorted, distinct ids; false on anything else.
+bool ParseIdList(const std::string& text, std::vector<uint32_t>* out) {
+  out->clear();
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    const size_t dash = item.find('-');
+    uint64_t first = 0, last = 0;
+    if (!nodefl::host::cli::ParseWhole(item.substr(0, dash), UINT32_MAX, &first)) return false;
+    last = first;
+    if (dash != std::string::npos &&
+        (!nodefl::host::cli::ParseWhole(item.substr(dash + 1), UINT32_MAX, &last) || last < first ||
+         last - first >= (1u << 24))) {
+      return false;
+    }
+    for (uint64_t id = first; id <= last; ++id) out->push_back(static_cast<uint32_t>(id));
+    at = comma + 1;
+  }
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
+  return !out->empty();
 }
 
 std::optional<uint64_t> ParseCount(const char* text, uint64_t max) {
@@ -266,6 +296,11 @@ std::optional<Options> Parse(int argc, char** argv) {
       auto n = count(UINT32_MAX);
       if (!n) return std::nullopt;
       o.devices = static_cast<uint32_t>(*n);
+    } else if (arg == "--external-nodes") {
+      if (!ParseIdList(v, &o.external)) {
+        std::fprintf(stderr, "nodefl-emulate: --external-nodes expects ids and ranges such as 0,5,30-33, got '%s'\n", v);
+        return std::nullopt;
+      }
     } else if (arg == "--threads") {
       auto n = count(256);
       if (!n) return std::nullopt;
@@ -361,6 +396,14 @@ std::optional<Options> Parse(int argc, char** argv) {
     std::fprintf(stderr, "nodefl-emulate: --graph and --bundle are required (see --help)\n");
     return std::nullopt;
   }
+  if (!o.external.empty() && o.job != "fedwalk-hct" && o.job != "fedwalk" && o.job != "fedwalk-histograms" &&
+      o.job != "secure-compare") {
+    // The other jobs' checks here need every device's own state (echo
+    // counts, Lumos's edge cover, kcagc's participants).
+    std::fprintf(stderr, "nodefl-emulate: --external-nodes applies to --job fedwalk, fedwalk-hct, fedwalk-histograms "
+                         "or secure-compare only\n");
+    return std::nullopt;
+  }
   if (o.max_neighbours != 0 && o.job != "fedwalk-hct" && o.job != "fedwalk" && o.job != "fedwalk-histograms") {
     // The other jobs message every neighbour and expect every neighbour's
     // message: a one-sided cap would only show up as lost messages.
@@ -454,10 +497,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "nodefl-emulate: %s: %s\n", opt->bundle.c_str(), r.message().c_str());
     return 1;
   }
+  if (!opt->external.empty() && (opt->external.back() >= n || opt->external.size() >= n)) {
+    std::fprintf(stderr, "nodefl-emulate: --external-nodes must name some, not all, of the %u nodes 0..%u\n", n, n - 1);
+    return 1;
+  }
   std::unordered_map<uint32_t, size_t> by_id;
   for (size_t i = 0; i < bundle.devices.size(); ++i) by_id[bundle.devices[i].device_id] = i;
   uint32_t missing = 0;
-  for (uint32_t v = 0; v < n; ++v) missing += by_id.count(v) ? 0 : 1;
+  const auto external = [&opt](uint32_t v) {
+    return std::binary_search(opt->external.begin(), opt->external.end(), v);
+  };
+  for (uint32_t v = 0; v < n; ++v) missing += by_id.count(v) || external(v) ? 0 : 1;
   if (missing != 0) {
     std::fprintf(stderr, "nodefl-emulate: %u of the %u devices have no credentials in %s "
                  "(issue them with nodefl-ca devices --first-id 0 --count %u)\n",
@@ -520,6 +570,7 @@ int main(int argc, char** argv) {
   devices.reserve(n);
   uint64_t expected = 0;
   for (uint32_t v = 0; v < n; ++v) {
+    if (external(v)) continue;  // a device outside this process plays it
     DeviceSetup setup;
     setup.id = v;
     setup.faults = device_faults[v];
@@ -556,9 +607,14 @@ int main(int argc, char** argv) {
     if ((v + 1) % 2000 == 0) std::fprintf(stderr, "loaded %u/%u devices\n", v + 1, n);
   }
   bundle = {};  // private keys now live only inside the devices' TLS contexts
+  // The devices this process plays (all n unless some are external).
+  const uint32_t fleet_size = static_cast<uint32_t>(devices.size());
   if (opt->job != "neighbour-echo") {
-    std::printf("emulating %u devices of %s for %s against %s:%u\n", n, g.name.c_str(), opt->job.c_str(),
+    std::printf("emulating %u devices of %s for %s against %s:%u\n", fleet_size, g.name.c_str(), opt->job.c_str(),
                 opt->host.c_str(), opt->port);
+    if (!opt->external.empty()) {
+      std::printf("external devices (not emulated here): %zu of the graph's %u nodes\n", opt->external.size(), n);
+    }
     // Which randomness the devices' noise draws from (docs/privacy.md).
     if (opt->noise_seed != 0) {
       std::printf("device noise: DETERMINISTIC from seed %llu (reproducible, not private)\n",
@@ -588,14 +644,14 @@ int main(int argc, char** argv) {
     while (true) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       const uint64_t finished = stats.finished.load(), failed = stats.failed.load();
-      const bool all_done = finished + failed >= n;
+      const bool all_done = finished + failed >= fleet_size;
       const bool timed_out = elapsed() > opt->timeout_s;
-      if (all_connected_s == 0 && stats.connected.load() >= n) all_connected_s = elapsed();
+      if (all_connected_s == 0 && stats.connected.load() >= fleet_size) all_connected_s = elapsed();
       const bool stop = all_done || timed_out || interrupted.load();
       if (std::chrono::steady_clock::now() - last_print >= std::chrono::seconds(2) || stop) {
         last_print = std::chrono::steady_clock::now();
         std::fprintf(stderr, "[%6.1fs] connected %llu/%u (in handshake %llu), reconnects %llu, %s, finished %llu, failed %llu\n",
-                     elapsed(), static_cast<unsigned long long>(stats.connected.load()), n,
+                     elapsed(), static_cast<unsigned long long>(stats.connected.load()), fleet_size,
                      static_cast<unsigned long long>(stats.connecting.load()),
                      static_cast<unsigned long long>(stats.reconnects.load()),
                      JobCounters(opt->job, strict_fedwalk, stats, expected).c_str(),
@@ -772,7 +828,7 @@ int main(int argc, char** argv) {
     }
   }
   const uint64_t connected = stats.connected.load();
-  std::printf("summary: devices %u, finished %llu, failed %llu, reconnects %llu, failed connection attempts %llu\n", n,
+  std::printf("summary: devices %u, finished %llu, failed %llu, reconnects %llu, failed connection attempts %llu\n", fleet_size,
               static_cast<unsigned long long>(stats.finished.load()), static_cast<unsigned long long>(stats.failed.load()),
               static_cast<unsigned long long>(stats.reconnects.load()),
               static_cast<unsigned long long>(stats.connect_failures.load()));
@@ -810,9 +866,9 @@ int main(int argc, char** argv) {
   std::printf("         all connected after %.2f s (%.0f handshakes/s), mean handshake %.1f ms\n"
               "         wall time %.1f s, peak memory %.1f MiB (%.1f KiB per device)\n"
               "result: %s\n",
-              all_connected_s, all_connected_s > 0 ? n / all_connected_s : 0.0,
+              all_connected_s, all_connected_s > 0 ? fleet_size / all_connected_s : 0.0,
               connected ? stats.handshake_us_total.load() / 1000.0 / connected : 0.0, elapsed(), peak_kib / 1024.0,
-              n ? peak_kib / n : 0.0,
+              fleet_size ? peak_kib / fleet_size : 0.0,
               verified ? (faulty ? "VERIFIED: every device the faults left alive finished its part (totals: the "
                                    "server's job_finished line)"
                   : opt->job == "kcagc" ? "VERIFIED: every participant received the same final clustering"
