@@ -24,9 +24,7 @@ done
 rm -rf "$out"
 mkdir -p "$out"
 pki=$out/pki
-$bin/nodefl-ca init --dir "$pki" >/dev/null
-$bin/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null
-$bin/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count 2 >/dev/null 2>&1
+make_pki "$bin" "$pki" 2
 
 "$capi_test" checks "$pki" || failed=1
 

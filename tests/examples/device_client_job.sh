@@ -8,7 +8,9 @@
 # the same tokens, the same privacy accounting (encoder, epsilon per walk,
 # encodings, unbounded releases). Values drawn from noise (the codebook,
 # the score sensitivity) differ between any two runs and are not compared.
-# On the way it checks what a board needs beyond the job:
+# Then a secure-comparison job (the oblivious transfers between devices)
+# the same way: the same sessions, outcomes and greedy orientation as an
+# all-emulated run. On the way it checks what a board needs beyond the job:
 #   - node 33's client starts before the server listens: it backs off and
 #     retries until it connects;
 #   - node 0's client talks through a proxy that cuts its first connection
@@ -47,9 +49,7 @@ mkdir -p "$out"
 n=34
 clients=(0 5 33)  # a hub (degree 16), a leaf-ish node (4) and the other hub (17)
 pki=$out/pki
-$bin/nodefl-ca init --dir "$pki" >/dev/null
-$bin/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null
-$bin/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null 2>&1
+make_pki "$bin" "$pki" "$n"
 # Each client's neighbour list, as a board would keep it.
 for id in "${clients[@]}"; do
   awk -v v="$id" '$1 == v { print $2 } $2 == v { print $1 }' "$graph/edges.tsv" >"$out/neighbours-$id.txt"
@@ -222,6 +222,45 @@ check "... and resumed its session (the server counted a resume)" \
 spent=$(grep -o ' lifetime_epsilon=[^ ]*' "$out/device-0.txt" | head -1 | cut -d= -f2)
 check "node 0 kept its lifetime privacy spend ($spent) in its ledger file" \
   grep -qx "lifetime_epsilon $spent" "$out/ledger-0.txt"
+
+# ---- secure comparisons: the same three clients, all emulated vs not -------
+# Every edge's comparison of the two ends' log-degrees (oblivious transfer
+# between the devices, through the relay): the sessions, their outcomes
+# and the greedy orientation must be the same whoever runs the devices.
+compare_args=(--job secure-compare --exit_after_jobs 1)
+port=$(free_port)
+start_server "$port" "$out/server-compare-a.log" "${compare_args[@]}" --output_dir "$out/compare-a"
+wait_listening "$server_pid" "$out/server-compare-a.log" || { echo "FAIL: the server did not start"; exit 1; }
+emulate "$port" "$out/emulator-compare-a.txt" --job secure-compare || true
+wait_server_exit "$server_pid"
+compare_status_a=$server_status
+port=$(free_port)
+start_server "$port" "$out/server-compare-b.log" "${compare_args[@]}" --output_dir "$out/compare-b"
+wait_listening "$server_pid" "$out/server-compare-b.log" || { echo "FAIL: the server did not start"; exit 1; }
+compare_pids=()
+for id in "${clients[@]}"; do
+  device "$id" "$port" --job secure-compare --exit-when-done --max-attempts 30 --backoff-max-ms 1000
+  compare_pids+=("$device_pid")
+done
+emulate "$port" "$out/emulator-compare-b.txt" --job secure-compare --external-nodes "$(IFS=,; echo "${clients[*]}")" || true
+compare_device_failures=0
+for p in "${compare_pids[@]}"; do wait "$p" || compare_device_failures=$((compare_device_failures + 1)); done
+wait_server_exit "$server_pid"
+compare='event=job_finished .*kind=secure-compare '
+check "secure comparisons: both servers verified the job and exited 0 ($compare_status_a, $server_status)" \
+  test "$compare_status_a/$server_status" = 0/0
+check "secure comparisons: every board client finished and exited 0" \
+  test "$compare_device_failures/$(grep -c 'job=secure-compare finished=1 end="job done"' "$out"/device-*.txt | \
+        awk -F: '{ s += $2 } END { print s }')" = "0/3"
+for f in participants requested_edges sessions done aborted comparisons messages bytes edges_kept_both \
+         edges_kept_one edges_unknown; do
+  a=$(field "$out/server-compare-a.log" "$compare" "$f")
+  b=$(field "$out/server-compare-b.log" "$compare" "$f")
+  check "secure comparisons $f: $b, as all emulated ($a)" test -n "$a" -a "$a" = "$b"
+done
+check "secure comparisons: the same greedy orientation, edge for edge" \
+  cmp -s "$(field "$out/server-compare-a.log" "$compare" greedy_init)" \
+         "$(field "$out/server-compare-b.log" "$compare" greedy_init)"
 
 # SIGTERM: a fresh server waiting for a job, node 0 restarted on its ledger.
 port=$(free_port)

@@ -46,9 +46,7 @@ epoch_deadline_ms=60000
 grace_ms=2000
 
 pki=$out/pki
-$bin/nodefl-ca init --dir "$pki" >/dev/null
-$bin/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null
-$bin/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null
+make_pki "$bin" "$pki" "$n"
 
 server_pid=
 cleanup() { [[ -n $server_pid ]] && kill -9 "$server_pid" 2>/dev/null || true; }

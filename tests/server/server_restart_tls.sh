@@ -64,9 +64,7 @@ rm -rf "$out"
 mkdir -p "$out"
 n=34
 pki=$out/pki
-$bin/nodefl-ca init --dir "$pki" >/dev/null
-$bin/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null
-$bin/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null
+make_pki "$bin" "$pki" "$n"
 
 server_pid=
 emulator_pid=

@@ -1,5 +1,7 @@
-# Shared by the shell tests that run nodefl-server against nodefl-emulate
-# over TLS (server_restart_tls.sh, lumos_train_faults.sh); sourced, not run.
+# Shared by the shell tests that run nodefl-server over TLS against
+# nodefl-emulate or other clients (server_restart_tls.sh,
+# lumos_train_faults.sh, tests/examples/device_client_job.sh,
+# tests/capi/capi_test.sh); sourced, not run.
 
 # check DESCRIPTION COMMAND...: runs COMMAND, prints "ok:" or "FAIL:" with
 # DESCRIPTION, and sets failed=1 when it fails.
@@ -27,4 +29,14 @@ wait_listening() {
     sleep 0.1
   done
   return 1
+}
+
+# make_pki BIN DIR DEVICES: a deployment's credentials in DIR with BIN's
+# nodefl-ca: the CA, a server certificate for localhost (DIR/server.crt,
+# .key) and devices 0..DEVICES-1 (DIR/devices: PEM files and
+# devices.bundle).
+make_pki() {
+  "$1/nodefl-ca" init --dir "$2" >/dev/null
+  "$1/nodefl-ca" server --dir "$2" --out "$2/server" --name localhost >/dev/null
+  "$1/nodefl-ca" devices --dir "$2" --out "$2/devices" --first-id 0 --count "$3" >/dev/null 2>&1
 }

@@ -3,7 +3,8 @@
 // The firmware's test runner (gtest/gtest.h) and its heap: test code (not
 // the SDK) uses std::vector and friends, so the test firmware, unlike a
 // product image, gives newlib a heap of its own, and counts every
-// allocation so that NODEFL_EXPECT_NO_HEAP checks the SDK on the board as
+// allocation so that NODEFL_EXPECT_NO_HEAP (tests/support/heap_counter.h,
+// the host's header) checks the SDK on the board as
 // tests/support/heap_counter.cc does on the host.
 #include <gtest/gtest.h>
 
