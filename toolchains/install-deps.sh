@@ -34,7 +34,7 @@ set -euo pipefail
 readonly HOST_PKGS=(
   build-essential g++ cmake ninja-build pkg-config python3
   libmbedtls-dev libgtest-dev libnanopb-dev nanopb libeigen3-dev libboost-dev libsqlite3-dev
-  python3-sklearn
+  python3-sklearn python3-gensim
   openjdk-17-jdk-headless
 )
 # Target libraries are Multi-Arch: same, so they co-install with the amd64

@@ -83,6 +83,13 @@ def parse_args(argv):
                         help="final learning rate (default 0.0001)")
     parser.add_argument("--sample", type=non_negative_float, default=0.0,
                         help="subsampling threshold, 0 = off (default 0; gensim's own default is 1e-3)")
+    parser.add_argument("--mode", choices=("corpus-file", "iterable"), default="corpus-file",
+                        help="how gensim reads the walks: corpus-file (default; its fastest mode, "
+                             "each worker reads its own part of the file) or iterable (one reader "
+                             "feeding the workers). They differ in the learning rate: in corpus-file "
+                             "mode each of W workers measures its progress against the whole corpus, "
+                             "so its rate decays only to alpha - (alpha - min_alpha) / W; iterable mode "
+                             "decays to min_alpha")
     args = parser.parse_args(argv)
     if args.write_walks and not args.walks_from_graph:
         parser.error("--write-walks needs --walks-from-graph")
@@ -134,12 +141,18 @@ def train(args, walk_path):
     gensim_models = import_or_exit(PROG, "gensim.models", "python3-gensim",
                                    "needed for the gensim DeepWalk baseline")
     started = time.monotonic()
-    # corpus_file lets gensim's workers read the file without the GIL, which
-    # is its fastest mode and the fair one to compare a C++ trainer against.
-    model = gensim_models.Word2Vec(
-        corpus_file=walk_path, sg=1, hs=0, negative=args.negative, window=args.window,
-        vector_size=args.dim, min_count=0, sample=args.sample, workers=args.workers,
-        epochs=args.epochs, alpha=args.alpha, min_alpha=args.min_alpha, seed=args.seed)
+    settings = dict(sg=1, hs=0, negative=args.negative, window=args.window, vector_size=args.dim,
+                    min_count=0, sample=args.sample, workers=args.workers, epochs=args.epochs,
+                    alpha=args.alpha, min_alpha=args.min_alpha, seed=args.seed)
+    if args.mode == "corpus-file":
+        # corpus_file lets gensim's workers read the file without the GIL:
+        # its fastest mode. Each worker compares the words it trained with
+        # the whole corpus's count, so with W workers the learning rate ends
+        # at alpha - (alpha - min_alpha) / W, not at min_alpha (--mode).
+        model = gensim_models.Word2Vec(corpus_file=walk_path, **settings)
+    else:
+        word2vec = import_or_exit(PROG, "gensim.models.word2vec", "python3-gensim")
+        model = gensim_models.Word2Vec(sentences=word2vec.LineSentence(walk_path), **settings)
     seconds = time.monotonic() - started
     model.wv.save_word2vec_format(args.output)
     tokens = model.corpus_total_words * args.epochs

@@ -124,6 +124,24 @@ class GensimDeepWalkCommandTest(unittest.TestCase):
         self.assertEqual(run.returncode, 2)
         self.assertIn("one of the arguments --walks --walks-from-graph is required", run.stderr)
 
+    def test_mode_is_corpus_file_or_iterable(self):
+        run = support.run_tool("gensim_deepwalk.py", "--walks-from-graph", KARATE, "--output", self.emb,
+                               "--mode", "stream")
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("invalid choice: 'stream'", run.stderr)
+
+    @unittest.skipUnless(HAVE_GENSIM, "python3-gensim is not installed")
+    def test_iterable_mode_trains_the_same_walks(self):
+        walks = os.path.join(self.dir, "walks.txt")
+        run = support.run_tool("gensim_deepwalk.py", "--walks-from-graph", KARATE,
+                               "--gamma", "20", "--length", "20", "--dim", "16", "--window", "5",
+                               "--workers", "2", "--seed", "1", "--write-walks", walks,
+                               "--mode", "iterable", "--output", self.emb)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertRegex(run.stdout, r"tokens 13600 +seconds [0-9.]+ +tokens/s [0-9]+")
+        with open(self.emb, encoding="utf-8") as f:
+            self.assertEqual(f.readline().split(), ["34", "16"])
+
     @unittest.skipUnless(HAVE_GENSIM, "python3-gensim is not installed")
     def test_bad_walk_file_names_the_line(self):
         walks = os.path.join(self.dir, "walks.txt")

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# nodefl's SkipGram against gensim's Word2Vec on the same DeepWalk walks, at
+# several walk counts per vertex (γ), side by side in one run:
+#   - the walks: nodefl-deepwalk --walks-out (uniform, l = 40, seed 1);
+#   - nodefl (1 epoch, learning rate 0.025 decayed linearly to 0.0001: the
+#     default), nodefl with the learning rate gensim's corpus-file mode
+#     actually ends at with W workers (0.025 - 0.0249 / W; see
+#     server/tools/gensim_deepwalk.py --mode), and nodefl with 2 epochs;
+#   - gensim 4 Word2Vec (sg = 1, same settings, no subsampling) in its
+#     corpus-file mode (how gensim is usually run, and its fastest) and in
+#     iterable mode (whose rate decays to 0.0001 like nodefl's);
+#   - the DeepWalk protocol on every embedding (Micro/Macro-F1 at training
+#     ratios 0.1, 0.5, 0.9; S shuffles).
+# Prints one line per trainer: F1, training seconds, tokens/s and the
+# speed-up over gensim's corpus-file mode; all lines also go to
+# build/bench/skipgram-vs-gensim/results.tsv.
+#
+# Usage: tests/bench/skipgram-vs-gensim.sh [options]
+#   --graphs "G ..."  dataset names in ../shared/datasets with labels.tsv
+#                     (default "blogcatalog cora")
+#   --gammas "N ..."  walks per vertex (default "10 40 80")
+#   --threads T       nodefl threads and gensim workers (default 2)
+#   --shuffles S      splits per training ratio (default 5)
+#   --no-build        use build/host/bin as it is
+#   -h, --help        this text
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+graphs="blogcatalog cora"
+gammas="10 40 80"
+threads=2
+shuffles=5
+build=1
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --graphs) graphs=$2; shift 2 ;;
+    --gammas) gammas=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --shuffles) shuffles=$2; shift 2 ;;
+    --no-build) build=0; shift ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "skipgram-vs-gensim.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+for g in $graphs; do
+  [[ -f ../shared/datasets/$g/labels.tsv ]] || { echo "skipgram-vs-gensim.sh: no ../shared/datasets/$g/labels.tsv" >&2; exit 2; }
+done
+for n in $gammas $threads $shuffles; do
+  [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "skipgram-vs-gensim.sh: '$n' is not a positive whole number" >&2; exit 2; }
+done
+python=/usr/bin/python3
+[[ -x $python ]] || python=python3
+if ((build)); then
+  bash toolchains/install-deps.sh host >/dev/null
+  cmake -S . -B build/host -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build/host -j "${NODEFL_JOBS:-2}" --target nodefl-deepwalk >/dev/null
+fi
+$python -c 'import gensim' 2>/dev/null || { echo "skipgram-vs-gensim.sh: python3-gensim is not installed (apt-get install python3-gensim)" >&2; exit 2; }
+bin=build/host/bin
+out=build/bench/skipgram-vs-gensim
+mkdir -p "$out"
+results=$out/results.tsv
+printf 'graph\tgamma\ttrainer\tmicro_0.1\tmicro_0.5\tmicro_0.9\tmacro_0.1\tmacro_0.5\tmacro_0.9\ttrain_s\ttokens_per_s\n' >"$results"
+# gensim's corpus-file mode ends its learning rate here with W workers.
+half_alpha=$(awk -v w="$threads" 'BEGIN { printf "%.6f", 0.025 - (0.025 - 0.0001) / w }')
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $threads threads; $shuffles shuffles"
+echo "gensim $($python -c 'import gensim; print(gensim.__version__)'); corpus-file mode's final learning rate with $threads workers: $half_alpha"
+
+# score NAME EMB LABELS SECONDS TOKENS: scores EMB, prints and records one line.
+score() {
+  local name=$1 emb=$2 labels=$3 seconds=$4 tokens=$5 f1
+  f1=$($python server/tools/score_embeddings.py --embeddings "$emb" --labels "$labels" --ratios 0.1,0.5,0.9 \
+         --shuffles "$shuffles" --threads "$threads" 2>/dev/null | awk '$1 ~ /^0\.[0-9]+$/ { m[NR] = $4; M[NR] = $7; n[++k] = NR }
+         END { printf "%s\t%s\t%s\t%s\t%s\t%s", m[n[1]], m[n[2]], m[n[3]], M[n[1]], M[n[2]], M[n[3]] }')
+  local rate
+  rate=$(awk -v t="$tokens" -v s="$seconds" 'BEGIN { printf "%.0f", t / s }')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$graph" "$gamma" "$name" "$f1" "$seconds" "$rate" >>"$results"
+  awk -F'\t' -v name="$name" -v s="$seconds" -v r="$rate" -v base="${gensim_rate:-0}" '
+    { printf "  %-34s Micro %s / %s / %s   Macro %s / %s / %s   %7.1f s  %9d tokens/s", name, $1, $2, $3, $4, $5, $6, s, r
+      if (base > 0) printf "  %.1fx gensim corpus-file", r / base
+      printf "\n" }' <<<"$f1"
+}
+# nodefl NAME ARGS...: trains with nodefl-deepwalk on the walks of seed 1.
+nodefl() {
+  local name=$1 line
+  shift
+  line=$($bin/nodefl-deepwalk --graph "$dir" --output "$work/$name.emb" --gamma "$gamma" --threads "$threads" \
+           --seed 1 "$@" 2>/dev/null | tail -n 1)
+  score "$name" "$work/$name.emb" "$dir/labels.tsv" "$(grep -o 'train_s=[^ ]*' <<<"$line" | cut -d= -f2)" \
+        "$(grep -o ' tokens=[^ ]*' <<<"$line" | cut -d= -f2)"
+}
+# gensim NAME MODE
+gensim() {
+  local line
+  line=$($python server/tools/gensim_deepwalk.py --walks "$work/walks.txt" --output "$work/$1.emb" --mode "$2" \
+           --workers "$threads" --sample 0 --seed 1 2>/dev/null | tail -n 1)
+  local seconds tokens
+  seconds=$(awk '{ print $4 }' <<<"$line") tokens=$(awk '{ print $2 }' <<<"$line")
+  [[ $2 == corpus-file ]] && gensim_rate=$(awk -v t="$tokens" -v s="$seconds" 'BEGIN { printf "%.0f", t / s }')
+  score "$1" "$work/$1.emb" "$dir/labels.tsv" "$seconds" "$tokens"
+}
+
+for graph in $graphs; do
+  dir=../shared/datasets/$graph
+  for gamma in $gammas; do
+    work=$out/$graph-gamma$gamma
+    mkdir -p "$work"
+    echo
+    echo "== $graph, gamma $gamma (l = 40, window 10, d = 128, 5 negatives, no subsampling)"
+    $bin/nodefl-deepwalk --graph "$dir" --output "$work/walks-only.emb" --walks-out "$work/walks.txt" \
+      --gamma "$gamma" --threads "$threads" --seed 1 --epochs 1 >/dev/null 2>&1
+    gensim_rate=0
+    gensim "gensim corpus-file" corpus-file
+    gensim "gensim iterable" iterable
+    nodefl "nodefl (default)"
+    nodefl "nodefl, gensim's corpus-file rate" --min-alpha "$half_alpha"
+    nodefl "nodefl, 2 epochs" --epochs 2
+  done
+done
+echo
+echo "results: $results"
