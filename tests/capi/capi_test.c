@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,21 @@ static void free_credentials(credentials* c) {
   free(c->key);
 }
 
+/* Device 1's session log lines (nodefl_config.log_callback). */
+typedef struct {
+  unsigned lines;
+  unsigned registered; /* lines saying it registered */
+  int worst_level;
+} log_lines;
+static log_lines g_device1_log;
+
+static void collect_log(void* context, int32_t level, const char* line) {
+  log_lines* log = (log_lines*)context;
+  ++log->lines;
+  if (strstr(line, "device 1: registered") != NULL) ++log->registered;
+  if (level > log->worst_level) log->worst_level = level;
+}
+
 /* A neighbour-echo config for `id` with one neighbour. */
 static void echo_config(nodefl_config* config, uint32_t id, const uint32_t* neighbour, const credentials* c) {
   nodefl_config_init(config, sizeof *config);
@@ -144,6 +160,18 @@ static int run_checks(const char* pki) {
             config.ca == NULL && config.handshake_timeout_ms == 30000 && config.log_level == NODEFL_LOG_WARNING,
         "config defaults", NULL);
   check(nodefl_config_init(&config, 8) == NODEFL_ERR_VERSION, "config_init refuses a struct below version 1", NULL);
+  {
+    /* A caller built against version 1.0's header (its config ends at
+     * log_level): config_init writes nothing past it, create accepts it. */
+    const size_t v1_size = offsetof(nodefl_config, log_level) + sizeof(int32_t);
+    unsigned char buffer[sizeof(nodefl_config) + 16];
+    nodefl_config* old_config = (nodefl_config*)(void*)buffer;
+    memset(buffer, 0xAB, sizeof buffer);
+    check(nodefl_config_init(old_config, v1_size) == NODEFL_OK && old_config->struct_size == v1_size &&
+              old_config->log_level == NODEFL_LOG_WARNING && buffer[v1_size] == 0xAB &&
+              buffer[sizeof buffer - 1] == 0xAB,
+          "config_init for a 1.0 caller fills its fields only", NULL);
+  }
   check(nodefl_config_init(NULL, sizeof config) == NODEFL_ERR_ARGUMENT, "config_init refuses NULL", NULL);
 
   load_credentials(pki, 0, &own);
@@ -383,6 +411,12 @@ static int run_job(int port, const char* pki) {
     nodefl_status st;
     load_credentials(pki, (uint32_t)i, &creds[i]);
     echo_config(&config, (uint32_t)i, &neighbours[i], &creds[i]);
+    if (i == 1) {
+      /* Device 1's session log goes to the app (info and up), not stderr. */
+      config.log_level = NODEFL_LOG_INFO;
+      config.log_callback = collect_log;
+      config.log_context = &g_device1_log;
+    }
     st = nodefl_device_create(&config, &cs[i].device, error, sizeof error);
     check(st == NODEFL_OK, i == 0 ? "device 0 created" : "device 1 created", error);
     if (st != NODEFL_OK) return 1;
@@ -447,6 +481,11 @@ static int run_job(int port, const char* pki) {
             "device 0 resumed its session on its second connection", detail);
     }
   }
+
+  snprintf(detail, sizeof detail, "lines=%u registered=%u worst_level=%d", g_device1_log.lines,
+           g_device1_log.registered, g_device1_log.worst_level);
+  check(g_device1_log.registered == 1 && g_device1_log.worst_level <= NODEFL_LOG_INFO,
+        "device 1's session log reached its log_callback (registered, nothing worse than info)", detail);
 
   /* Goodbye. */
   for (i = 0; i < 2; ++i) {

@@ -4,6 +4,7 @@
 // destruction (nodefl.h). Everything the config points to is copied here;
 // every refusal names the field and why.
 #include <algorithm>
+#include <cstddef>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -19,7 +20,9 @@ namespace nodefl::capi {
 namespace {
 
 // The first version's config: every later one only grows at the end.
-constexpr size_t kConfigSizeV1 = sizeof(nodefl_config);
+// Version 1.0's nodefl_config ended with log_level (1.1 added the log
+// callback after it): the smallest struct_size this library reads.
+constexpr size_t kConfigSizeV1 = offsetof(nodefl_config, log_level) + sizeof(int32_t);
 
 constexpr const char* kJobs[] = {"neighbour-echo", "fedwalk-hct",    "fedwalk",         "fedwalk-histograms",
                                  "secure-compare", "lumos-trees",    "secure-aggregate"};
@@ -177,8 +180,19 @@ Refusal Validate(const nodefl_config& c, host::node::RoleProfile* profile, host:
 }
 
 // Loads the credentials, builds the roles, the endpoint and the pump.
+// The session's log lines to the app's callback (nodefl_config.log_callback).
+void ForwardLog(void* context, LogLevel level, const char* line) {
+  const auto* d = static_cast<const nodefl_device*>(context);
+  d->log_callback(d->log_context, static_cast<int32_t>(level), line);
+}
+
 Refusal Build(nodefl_device* d, const nodefl_config& c, host::node::NodeData node) {
   d->roles = std::make_unique<host::node::DeviceRoles>(d->profile, std::move(node));
+  if (c.log_callback != nullptr) {
+    d->log_callback = c.log_callback;
+    d->log_context = c.log_context;
+    d->roles->set_log_writer(&ForwardLog, d);
+  }
   tls::TlsCredentials& credentials = d->roles->credentials();
   if (const Status st = credentials.LoadCaChain(ConstByteSpan(c.ca, c.ca_size)); !st.ok()) {
     return Refuse(NODEFL_ERR_CREDENTIALS,
@@ -219,9 +233,12 @@ extern "C" nodefl_status nodefl_config_init(nodefl_config* config, size_t config
   if (config == nullptr) return NODEFL_ERR_ARGUMENT;
   if (config_size < nodefl::capi::kConfigSizeV1) return NODEFL_ERR_VERSION;
   // A caller compiled with a newer, larger header: its extra fields are
-  // zero, which a newer library reads as their defaults.
+  // zero, which a newer library reads as their defaults. One compiled with
+  // an older, smaller header gets only the fields it has.
+  nodefl_config defaults;
+  nodefl::capi::Defaults(&defaults);
   std::memset(config, 0, config_size);
-  nodefl::capi::Defaults(config);
+  std::memcpy(config, &defaults, std::min(config_size, sizeof defaults));
   config->struct_size = static_cast<uint32_t>(config_size);
   return NODEFL_OK;
 }

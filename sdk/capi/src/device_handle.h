@@ -41,6 +41,9 @@ struct nodefl_device {
   uint64_t bytes_received = 0;
   uint64_t bytes_sent = 0;
   char last_error[256] = {};
+  // nodefl_config's log_callback and its context (nullptr: stderr).
+  void (*log_callback)(void* context, int32_t level, const char* line) = nullptr;
+  void* log_context = nullptr;
 };
 
 namespace nodefl::capi {

@@ -31,8 +31,10 @@
  * (any thread; hand it over with the app's own synchronisation). Different
  * handles share nothing mutable and may be driven from different threads
  * at once. What is process-wide: the entropy source (getrandom(2), used to
- * seed each handle's generators, stateless), the session's log lines
- * (written to stderr, see log_level), the SDK's panic handler (a broken
+ * seed each handle's generators, stateless), stderr when no log_callback is
+ * given (the session's log lines go there, see log_level; a log_callback is
+ * called on the thread driving its handle, during that handle's calls, and
+ * must not call back into the handle), the SDK's panic handler (a broken
  * internal invariant traps the process; the C API checks its arguments so
  * that no bad call reaches one), and MbedTLS, of which each handle has its
  * own contexts (no MbedTLS state is shared between handles).
@@ -106,7 +108,7 @@ extern "C" {
 #endif
 
 #define NODEFL_CAPI_VERSION_MAJOR 1
-#define NODEFL_CAPI_VERSION_MINOR 0
+#define NODEFL_CAPI_VERSION_MINOR 1
 #define NODEFL_CAPI_VERSION_PATCH 0
 /* MAJOR * 10000 + MINOR * 100 + PATCH. */
 #define NODEFL_CAPI_VERSION \
@@ -201,6 +203,11 @@ typedef struct nodefl_config {
   size_t key_size;
   uint32_t handshake_timeout_ms; /* give up on a TLS handshake after this (default 30000; 0: never) */
   int32_t log_level;             /* session log lines to stderr from this level (default NODEFL_LOG_WARNING) */
+  /* Since 1.1: where those lines go instead of stderr (NULL: stderr), e.g.
+   * __android_log_write or os_log. `line` is NUL-terminated, without a
+   * newline, valid during the call only; `level` is a nodefl_log_level. */
+  void (*log_callback)(void* log_context, int32_t level, const char* line);
+  void* log_context;
 } nodefl_config;
 
 /* Sets every field of `config` to its default and struct_size to

@@ -53,7 +53,8 @@ Status DeviceRoles::Init(const seal::PairKeySource& pair_keys) {
   options.device_id = id;
   // Session events go to stderr from the profile's level (warnings and
   // errors by default, so that ten thousand healthy devices stay quiet).
-  options.log.write = &HostStderrLog;
+  options.log.write = log_write_ != nullptr ? log_write_ : &HostStderrLog;
+  options.log.context = log_write_ != nullptr ? log_context_ : nullptr;
   options.log.min_level = profile_.device_log_level;
   session_ = std::make_unique<device::DeviceSession>(
       options,

@@ -14,6 +14,19 @@
 
 #include "nodefl/nodefl.h"
 
+#ifdef __ANDROID__
+#include <android/log.h>
+
+namespace {
+// The session's log lines to logcat (tag "nodefl"): Android discards
+// stderr. Only in NDK builds; the host build keeps stderr.
+void LogcatLine(void* /*context*/, int32_t level, const char* line) {
+  static const int kPriority[] = {ANDROID_LOG_DEBUG, ANDROID_LOG_INFO, ANDROID_LOG_WARN, ANDROID_LOG_ERROR};
+  __android_log_write(kPriority[level & 3], "nodefl", line);
+}
+}  // namespace
+#endif
+
 namespace {
 
 // org.nodefl.NodeflException and its (int, String) constructor, looked up
@@ -173,6 +186,9 @@ JNIEXPORT jlong JNICALL Java_org_nodefl_Device_nativeCreate(
   config.key_size = key_bytes.size();
   config.handshake_timeout_ms = static_cast<uint32_t>(handshake_timeout_ms);
   config.log_level = log_level;
+#ifdef __ANDROID__
+  config.log_callback = LogcatLine;
+#endif
   nodefl_device* device = nullptr;
   char error[256];
   const nodefl_status status = nodefl_device_create(&config, &device, error, sizeof error);

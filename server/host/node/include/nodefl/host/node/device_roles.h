@@ -139,6 +139,12 @@ class DeviceRoles {
 
   // Load the CA chain and the device's own certificate and key here before Init.
   tls::TlsCredentials& credentials() { return credentials_; }
+  // Where the session's log lines go (before Init; RoleProfile's
+  // device_log_level still filters them). Default: stderr.
+  void set_log_writer(void (*write)(void* context, LogLevel level, const char* line), void* context) {
+    log_write_ = write;
+    log_context_ = context;
+  }
 
   // Seeds the DRBGs (the TLS one from host entropy; the noise one from
   // entropy or RoleProfile::noise_seed), builds the TLS configuration and
@@ -191,6 +197,8 @@ class DeviceRoles {
 
   const RoleProfile& profile_;
   NodeData node_;
+  void (*log_write_)(void* context, LogLevel level, const char* line) = nullptr;  // nullptr: stderr
+  void* log_context_ = nullptr;
   Drbg drbg_;        // TLS and key material
   Drbg noise_drbg_;  // noise, kept apart from TLS randomness (crypto/rng.h)
   tls::TlsCredentials credentials_;
