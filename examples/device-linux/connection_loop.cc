@@ -111,7 +111,7 @@ class Connection {
       const ssize_t n = ::send(fd_, out.data(), out.size(), MSG_NOSIGNAL);
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return true;
-        outcome_ = Lost(std::string("send: ") + std::strerror(errno));
+        Lost(std::string("send: ") + std::strerror(errno));
         return false;
       }
       if (pump_.state() == client::PumpState::kFailed) {

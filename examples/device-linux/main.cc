@@ -28,7 +28,6 @@
 #include "nodefl/config.h"
 #include "nodefl/host/cli/flag_parser.h"
 #include "nodefl/host/node/device_roles.h"
-#include "nodefl/privacy/neighbour_cap.h"
 #include "nodefl/tls/endpoint.h"
 #include "node_files.h"
 #include "tcp_link.h"
@@ -236,14 +235,7 @@ int main(int argc, char** argv) {
     return Fail(why);
   }
   node.degree = std::max<uint32_t>(opt.degree, static_cast<uint32_t>(node.neighbours.size()));
-  if (opt.profile.max_neighbours != 0 && node.neighbours.size() > opt.profile.max_neighbours) {
-    // The public cap, in the order every device applies it.
-    std::vector<uint32_t> kept(opt.profile.max_neighbours);
-    nodefl::NeighbourCap cap{nodefl::Span<uint32_t>(kept)};
-    for (uint32_t u : node.neighbours) cap.Offer(u);
-    const nodefl::Span<uint32_t> chosen = cap.Finish();
-    node.neighbours.assign(chosen.begin(), chosen.end());
-  }
+  nodefl::host::node::CapNeighbours(&node.neighbours, opt.profile.max_neighbours);
   if (!opt.features_file.empty()) {
     if (std::string why = dl::ReadFeatures(opt.features_file, &node.features); !why.empty()) return Fail(why);
     opt.profile.train_features = static_cast<uint32_t>(node.features.size());

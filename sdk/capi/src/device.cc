@@ -14,7 +14,6 @@
 
 #include "device_handle.h"
 #include "nodefl/config.h"
-#include "nodefl/privacy/neighbour_cap.h"
 
 namespace nodefl::capi {
 namespace {
@@ -163,14 +162,7 @@ Refusal Validate(const nodefl_config& c, host::node::RoleProfile* profile, host:
 
   node->id = c.device_id;
   node->degree = std::max<uint32_t>(c.degree, static_cast<uint32_t>(neighbours.size()));
-  if (c.max_neighbours != 0 && neighbours.size() > c.max_neighbours) {
-    // The public cap, chosen as every device chooses it.
-    std::vector<uint32_t> kept(c.max_neighbours);
-    NeighbourCap cap{Span<uint32_t>(kept)};
-    for (uint32_t u : neighbours) cap.Offer(u);
-    const Span<uint32_t> chosen = cap.Finish();
-    neighbours.assign(chosen.begin(), chosen.end());
-  }
+  host::node::CapNeighbours(&neighbours, c.max_neighbours);
   node->neighbours = std::move(neighbours);
   if (c.feature_count != 0) node->features.assign(c.features, c.features + c.feature_count);
   node->label = c.label;

@@ -30,7 +30,6 @@
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/host/pki/device_bundle.h"
 #include "nodefl/privacy/ledger.h"
-#include "nodefl/privacy/neighbour_cap.h"
 #include "nodefl/protocol/secagg/aggregation_format.h"
 #include "nodefl/host/net/process_limits.h"
 
@@ -578,14 +577,7 @@ int main(int argc, char** argv) {
       if (g.neighbours[i] < n) setup.neighbours.push_back(g.neighbours[i]);
     }
     setup.degree = static_cast<uint32_t>(setup.neighbours.size());
-    if (opt->max_neighbours != 0 && setup.neighbours.size() > opt->max_neighbours) {
-      // As an app with room for max_neighbours would: the public order.
-      std::vector<uint32_t> kept(opt->max_neighbours);
-      nodefl::NeighbourCap cap{nodefl::Span<uint32_t>(kept)};
-      for (uint32_t u : setup.neighbours) cap.Offer(u);
-      const nodefl::Span<uint32_t> chosen = cap.Finish();
-      setup.neighbours.assign(chosen.begin(), chosen.end());
-    }
+    nodefl::host::node::CapNeighbours(&setup.neighbours, opt->max_neighbours);
     expected += setup.neighbours.size() * uint64_t{opt->messages_per_edge};
     if (opt->lumos_train) {
       // The node's own data, as the app on a phone would hold it.

@@ -10,6 +10,7 @@
 #include "nodefl/lumos/mcmc_binding.h"
 #include "nodefl/lumos/trim_binding.h"
 #include "nodefl/platform/host_platform.h"
+#include "nodefl/privacy/neighbour_cap.h"
 #include "nodefl/protocol/limits.h"
 
 namespace nodefl::host::node {
@@ -34,6 +35,15 @@ const EntropySource& HostEntropy() {
 }
 
 }  // namespace
+
+void CapNeighbours(std::vector<uint32_t>* neighbours, uint32_t cap) {
+  if (cap == 0 || neighbours->size() <= cap) return;
+  std::vector<uint32_t> kept(cap);
+  NeighbourCap chooser{Span<uint32_t>(kept)};
+  for (uint32_t u : *neighbours) chooser.Offer(u);
+  const Span<uint32_t> chosen = chooser.Finish();
+  neighbours->assign(chosen.begin(), chosen.end());
+}
 
 DeviceRoles::DeviceRoles(const RoleProfile& profile, NodeData node) : profile_(profile), node_(std::move(node)) {}
 

@@ -129,6 +129,11 @@ struct NodeData {
   double lifetime_delta_spent = 0.0;
 };
 
+// Keeps at most `cap` of `neighbours` (0: all), chosen in the public order
+// every device applies (privacy/neighbour_cap.h), as an app with room for
+// `cap` neighbours would; the real degree stays the caller's to record.
+void CapNeighbours(std::vector<uint32_t>* neighbours, uint32_t cap);
+
 class DeviceRoles {
  public:
   // `profile` must outlive this.
