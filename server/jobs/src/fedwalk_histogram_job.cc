@@ -270,7 +270,10 @@ void FedWalkHistogramJob::RunWalksAndTraining() {
   }
   worker_stage_ = 2;
   t0 = Clock::now();
-  const std::optional<fedwalk::SkipGramModel> model = fedwalk::Train(*corpus, options_.skipgram, progress, &error);
+  fedwalk::SkipGramOptions skipgram = options_.skipgram;
+  skipgram.epochs = fedwalk::EpochsFor(*corpus, skipgram);
+  summary_.training_epochs = skipgram.epochs;
+  const std::optional<fedwalk::SkipGramModel> model = fedwalk::Train(*corpus, skipgram, progress, &error);
   summary_.seconds_training = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!model) {
     summary_.error = "training: " + error;
@@ -278,7 +281,8 @@ void FedWalkHistogramJob::RunWalksAndTraining() {
     return;
   }
   summary_.training_tokens_per_second =
-      static_cast<double>(corpus->num_tokens()) / std::max(summary_.seconds_training, 1e-9);
+      static_cast<double>(summary_.training_epochs * corpus->num_tokens()) /
+      std::max(summary_.seconds_training, 1e-9);
   if (!options_.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options_.output_dir, ec);
@@ -375,6 +379,7 @@ void FedWalkHistogramJob::LogSummary(Logger& log, uint64_t job_id) const {
                             {"seconds_refine", s.seconds_refine},
                             {"seconds_walks", s.seconds_walks},
                             {"seconds_training", s.seconds_training},
+                            {"training_epochs", s.training_epochs},
                             {"training_tokens_per_s", s.training_tokens_per_second},
                             {"upload_bytes", s.upload_bytes},
                             {"partition_bytes", s.partition_bytes},

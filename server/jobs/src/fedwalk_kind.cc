@@ -25,7 +25,7 @@ static_assert(contract::kMaxBins == 16 && contract::kMinBuckets == 2 && contract
                   contract::kMaxWalkLength == 1000 && contract::kMaxClusters == 65535,
               "update the fedwalk keys' help");
 
-constexpr std::array<OptionSpec<C>, 25> kSpecs = {{
+constexpr std::array<OptionSpec<C>, 26> kSpecs = {{
     {"fedwalk_mode", &C::mode, "fedwalk-hct privacy mode: strict (edge-DP uploads) or paper (the paper's exact M_v)"},
     {"fedwalk_bins", &C::bins, "fedwalk-hct bins k (0 = floor(ln |V|), at most 16)"},
     {"fedwalk_buckets", &C::buckets, "fedwalk-hct strict histogram buckets per bin (2..24)"},
@@ -52,6 +52,8 @@ constexpr std::array<OptionSpec<C>, 25> kSpecs = {{
     {"fedwalk_dim", &C::dim, "fedwalk SkipGram embedding dimension"},
     {"fedwalk_window", &C::window, "fedwalk SkipGram window"},
     {"fedwalk_negative", &C::negative, "fedwalk SkipGram negative samples"},
+    {"fedwalk_epochs", &C::epochs,
+     "fedwalk SkipGram passes over the walks (0 = enough for 32 occurrences of each edge the walks crossed)"},
     {"fedwalk_seed", &C::seed, "fedwalk seed of walk order and training (0 = random)"},
     {"fedwalk_strict_epsilon", &C::strict_epsilon,
      "strict fedwalk: total epsilon per device over its histogram releases (0.001..1000)"},
@@ -105,6 +107,7 @@ std::string Validate(const C& c, const ServerConfig&) {
   if (c.dim == 0 || c.dim > 4096) return fail("fedwalk_dim", "must be 1..4096");
   if (c.window == 0) return fail("fedwalk_window", "must be at least 1");
   if (c.negative == 0) return fail("fedwalk_negative", "must be at least 1");
+  if (c.epochs > 1000) return fail("fedwalk_epochs", "must be 0 (chosen from the walks)..1000");
   if (c.strict_partition != "random" && c.strict_partition != "refined") {
     return fail("fedwalk_strict_partition", "'" + c.strict_partition + "' is not random or refined");
   }
@@ -161,6 +164,7 @@ std::unique_ptr<Job> MakeHistograms(const ServerConfig& config, uint64_t job_id,
   options.skipgram.dim = c.dim;
   options.skipgram.window = c.window;
   options.skipgram.negative = c.negative;
+  options.skipgram.epochs = c.epochs;
   options.round_deadline_ms = config.job_round_deadline_ms;
   options.compute_threads = ComputeThreads(config);
   options.seed = c.seed;
@@ -194,6 +198,7 @@ std::unique_ptr<Job> MakeWalks(const ServerConfig& config, uint64_t job_id, cons
   options.dim = c.dim;
   options.window = c.window;
   options.negative = c.negative;
+  options.epochs = c.epochs;
   options.threads = ComputeThreads(config);
   options.seed = c.seed;
   options.output_dir = config.output_dir;

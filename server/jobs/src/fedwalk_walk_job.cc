@@ -391,6 +391,7 @@ void FedWalkWalkJob::RunTraining() {
   o.dim = options_.dim;
   o.window = options_.window;
   o.negative = options_.negative;
+  o.epochs = options_.epochs;
   o.threads = options_.threads;
   o.seed = options_.seed;
   std::string error;
@@ -398,6 +399,8 @@ void FedWalkWalkJob::RunTraining() {
   if (corpus_->num_tokens() == 0) {
     error = "no walks to train on";
   } else {
+    o.epochs = fedwalk::EpochsFor(*corpus_, o);
+    summary_.training_epochs = o.epochs;
     model = fedwalk::Train(*corpus_, o,
                            [this](uint64_t done, uint64_t) { trained_tokens_.store(done, std::memory_order_relaxed); },
                            &error);
@@ -405,7 +408,8 @@ void FedWalkWalkJob::RunTraining() {
   summary_.seconds_training = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (model) {
     summary_.training_tokens_per_second =
-        static_cast<double>(corpus_->num_tokens()) / std::max(summary_.seconds_training, 1e-9);
+        static_cast<double>(summary_.training_epochs * corpus_->num_tokens()) /
+        std::max(summary_.seconds_training, 1e-9);
     if (!options_.output_dir.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(options_.output_dir, ec);
@@ -501,6 +505,7 @@ void FedWalkWalkJob::LogSummary(Logger& log, uint64_t job_id) const {
                             {"seconds_keys", s.seconds_keys},
                             {"seconds_walks", s.seconds_walks},
                             {"seconds_training", s.seconds_training},
+                            {"training_epochs", s.training_epochs},
                             {"training_tokens_per_s", s.training_tokens_per_second},
                             {"embeddings", s.embeddings_path},
                             {"error", s.error},

@@ -41,27 +41,34 @@ SkipGramOptions SmallOptions() {
 }
 
 TEST(SkipGramTrainTest, InitialModelIsTheStandardOne) {
-  SkipGramOptions o = SmallOptions();
-  o.dim = 20;  // stride 32: 12 padding floats per row
-  const SkipGramModel model = InitializeModel(50, o);
-  ASSERT_EQ(model.stride, 32u);
-  double sum = 0, max_abs = 0;
-  for (uint32_t v = 0; v < 50; ++v) {
-    for (uint32_t k = 0; k < model.stride; ++k) {
-      const float x = model.input[v * model.stride + k];
-      if (k >= o.dim) {
-        ASSERT_EQ(x, 0.0f);
-      } else {
-        sum += x;
-        max_abs = std::max(max_abs, std::fabs(static_cast<double>(x)));
+  for (const float range : {0.5f, 1.0f}) {  // word2vec.c's (the default), gensim 4's
+    SkipGramOptions o = SmallOptions();
+    o.dim = 20;  // stride 32: 12 padding floats per row
+    o.init_range = range;
+    const SkipGramModel model = InitializeModel(50, o);
+    ASSERT_EQ(model.stride, 32u);
+    double sum = 0, sum2 = 0, max_abs = 0;
+    for (uint32_t v = 0; v < 50; ++v) {
+      for (uint32_t k = 0; k < model.stride; ++k) {
+        const float x = model.input[v * model.stride + k];
+        if (k >= o.dim) {
+          ASSERT_EQ(x, 0.0f);
+        } else {
+          sum += x;
+          sum2 += static_cast<double>(x) * x;
+          max_abs = std::max(max_abs, std::fabs(static_cast<double>(x)));
+        }
+        ASSERT_EQ(model.output[v * model.stride + k], 0.0f);
       }
-      ASSERT_EQ(model.output[v * model.stride + k], 0.0f);
     }
+    const double bound = range / o.dim;
+    EXPECT_LE(max_abs, bound);
+    EXPECT_GT(max_abs, 0.99 * bound) << "1000 uniform values should come near the bound";
+    // 1000 values uniform on [-b, b): mean 0 with sd b/sqrt(3000); mean
+    // square b^2/3 with sd about 0.3 b^2/sqrt(1000) (5 sd either way).
+    EXPECT_NEAR(sum / 1000, 0.0, 5 * bound / std::sqrt(3000.0));
+    EXPECT_NEAR(sum2 / 1000, bound * bound / 3, 5 * 0.3 * bound * bound / std::sqrt(1000.0));
   }
-  EXPECT_LE(max_abs, 0.5 / o.dim);
-  EXPECT_GT(max_abs, 0.45 / o.dim) << "1000 uniform values should come near the bound";
-  // Mean of 1000 values uniform on [-1/40, 1/40]: sd 0.025/sqrt(3000).
-  EXPECT_NEAR(sum / 1000, 0.0, 5 * 0.025 / std::sqrt(3000.0));
 }
 
 TEST(SkipGramTrainTest, UntrainedLossIsLogTwoPerTerm) {
@@ -178,6 +185,14 @@ TEST(SkipGramTrainTest, RejectsBadOptionsAndEmptyCorpora) {
   o = SmallOptions();
   o.sample = -1;
   EXPECT_FALSE(Train(corpus, o, {}, &error).has_value());
+  o = SmallOptions();
+  o.init_range = -1;
+  EXPECT_FALSE(Train(corpus, o, {}, &error).has_value());
+  EXPECT_TRUE(Contains(error, "init_range"));
+  o = SmallOptions();
+  o.epochs = 100001;
+  EXPECT_FALSE(Train(corpus, o, {}, &error).has_value());
+  EXPECT_TRUE(Contains(error, "epochs"));
   WalkCorpus empty(20);
   ASSERT_TRUE(empty.AddWalk(std::vector<uint32_t>{}));
   EXPECT_FALSE(Train(empty, SmallOptions(), {}, &error).has_value());

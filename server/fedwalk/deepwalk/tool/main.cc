@@ -14,6 +14,7 @@
 
 #include "nodefl/host/dataset/graph_dataset.h"
 #include "nodefl/server/fedwalk/deepwalk/deepwalk_walks.h"
+#include "nodefl/server/fedwalk/skipgram/corpus_coverage.h"
 #include "nodefl/server/fedwalk/skipgram/skipgram_train.h"
 #include "nodefl/server/fedwalk/skipgram/walk_file.h"
 #include "skipgram_cli.h"
@@ -116,6 +117,14 @@ int main(int argc, char** argv) {
 
   t0 = Clock::now();
   cli::ProgressLine train_line("training", "tokens");
+  if (o.skipgram.epochs == 0) {
+    const auto t_coverage = Clock::now();
+    const CorpusCoverage coverage = MeasureCoverage(*corpus);
+    o.skipgram.epochs = AutoEpochs(coverage);
+    std::fprintf(stderr, "%s: the walks cross about %llu distinct edges, %.1f tokens per edge: %u epoch(s) (%.2f s)\n",
+                 "nodefl-deepwalk", static_cast<unsigned long long>(coverage.distinct_pairs), coverage.tokens_per_pair,
+                 o.skipgram.epochs, std::chrono::duration<double>(Clock::now() - t_coverage).count());
+  }
   const std::optional<SkipGramModel> model = Train(*corpus, o.skipgram, std::ref(train_line), &error);
   const double train_s = SecondsSince(t0);
   if (!model) {
@@ -132,7 +141,7 @@ int main(int argc, char** argv) {
               g.name.c_str(), g.num_nodes, static_cast<unsigned long long>(g.num_edges), o.walks.walks_per_vertex,
               o.walks.walk_length, o.skipgram.dim, o.skipgram.window, o.skipgram.negative, o.skipgram.epochs,
               o.skipgram.threads, static_cast<unsigned long long>(o.skipgram.seed));
-  std::printf("walks=%zu tokens=%llu walk_s=%.2f write_walks_s=%.2f train_s=%.2f tokens_per_s=%.0f\n",
+  std::printf("walks=%zu tokens=%llu walk_s=%.3f write_walks_s=%.3f train_s=%.3f tokens_per_s=%.0f\n",
               corpus->num_walks(), static_cast<unsigned long long>(tokens), walk_s, write_walks_s, train_s,
               static_cast<double>(tokens) / std::max(train_s, 1e-9));
   return 0;

@@ -300,6 +300,7 @@ int main(int argc, char** argv) {
   if (!o.output.empty()) {
     t0 = Clock::now();
     cli::ProgressLine train_line("training", "tokens");
+    o.skipgram.epochs = EpochsFor(*corpus, o.skipgram);
     const std::optional<SkipGramModel> model = Train(*corpus, o.skipgram, std::ref(train_line), &error);
     train_s = SecondsSince(t0);
     if (!model || !model->WriteWord2VecText(o.output, &error)) {

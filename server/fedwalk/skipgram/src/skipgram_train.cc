@@ -9,6 +9,7 @@
 #include <cmath>
 #include <thread>
 
+#include "nodefl/server/fedwalk/skipgram/corpus_coverage.h"
 #include "nodefl/server/fedwalk/skipgram/fast_rng.h"
 #include "nodefl/server/fedwalk/skipgram/parallel_progress.h"
 #include "nodefl/server/fedwalk/skipgram/learning_rate.h"
@@ -58,12 +59,16 @@ std::vector<size_t> SplitByTokens(const WalkCorpus& corpus, unsigned parts) {
 
 }  // namespace
 
+uint32_t EpochsFor(const WalkCorpus& corpus, const SkipGramOptions& options) {
+  return options.epochs != 0 ? options.epochs : AutoEpochs(MeasureCoverage(corpus));
+}
+
 SkipGramModel InitializeModel(uint32_t num_vertices, const SkipGramOptions& options) {
   SkipGramModel model(num_vertices, options.dim);
   FastRng rng(StreamSeed(options.seed, kInitStream));
   for (uint32_t v = 0; v < num_vertices; ++v) {
     for (float& x : model.MutableEmbedding(v)) {
-      x = static_cast<float>((rng.Uniform() - 0.5) / options.dim);
+      x = static_cast<float>((2 * rng.Uniform() - 1) * options.init_range / options.dim);
     }
   }
   return model;
@@ -87,7 +92,8 @@ std::optional<SkipGramModel> Train(const WalkCorpus& corpus, const SkipGramOptio
   const unsigned threads = options.threads == 0 ? std::max(1u, std::thread::hardware_concurrency())
                                                 : options.threads;
   const std::vector<size_t> boundaries = SplitByTokens(corpus, threads);
-  const uint64_t total = uint64_t{options.epochs} * corpus.num_tokens();
+  const uint32_t epochs = EpochsFor(corpus, options);
+  const uint64_t total = uint64_t{epochs} * corpus.num_tokens();
 
   internal::SkipGramKernel kernel;
   kernel.input = model.input.data();
@@ -120,7 +126,7 @@ std::optional<SkipGramModel> Train(const WalkCorpus& corpus, const SkipGramOptio
     const internal::KernelScratch kernel_scratch{mine.gradient.data(), mine.targets.data()};
     float alpha = options.alpha;
     uint64_t pending = 0;
-    for (uint32_t epoch = 0; epoch < options.epochs; ++epoch) {
+    for (uint32_t epoch = 0; epoch < epochs; ++epoch) {
       for (size_t w = boundaries[t]; w < boundaries[t + 1]; ++w) {
         const std::span<const uint32_t> walk = corpus.Walk(w);
         const uint32_t* tokens = walk.data();

@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 
+#include "nodefl/server/fedwalk/skipgram/corpus_coverage.h"
 #include "nodefl/server/fedwalk/skipgram/skipgram_train.h"
 #include "nodefl/server/fedwalk/skipgram/walk_file.h"
 #include "skipgram_cli.h"
@@ -88,6 +89,14 @@ int main(int argc, char** argv) {
 
   t0 = Clock::now();
   cli::ProgressLine line("training", "tokens");
+  if (o.skipgram.epochs == 0) {
+    const auto t_coverage = Clock::now();
+    const CorpusCoverage coverage = MeasureCoverage(*corpus);
+    o.skipgram.epochs = AutoEpochs(coverage);
+    std::fprintf(stderr, "%s: the walks cross about %llu distinct edges, %.1f tokens per edge: %u epoch(s) (%.2f s)\n",
+                 "nodefl-skipgram", static_cast<unsigned long long>(coverage.distinct_pairs), coverage.tokens_per_pair,
+                 o.skipgram.epochs, std::chrono::duration<double>(Clock::now() - t_coverage).count());
+  }
   const std::optional<SkipGramModel> model = Train(*corpus, o.skipgram, std::ref(line), &error);
   const double train_s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!model) {
@@ -102,7 +111,7 @@ int main(int argc, char** argv) {
   std::printf("walks=%zu tokens=%llu vertices=%u dim=%u window=%u negative=%u epochs=%u threads=%u\n",
               corpus->num_walks(), static_cast<unsigned long long>(tokens), corpus->num_vertices(),
               o.skipgram.dim, o.skipgram.window, o.skipgram.negative, o.skipgram.epochs, o.skipgram.threads);
-  std::printf("load_s=%.2f train_s=%.2f tokens_per_s=%.0f\n", load_s, train_s,
+  std::printf("load_s=%.3f train_s=%.3f tokens_per_s=%.0f\n", load_s, train_s,
               static_cast<double>(tokens) / std::max(train_s, 1e-9));
   return 0;
 }

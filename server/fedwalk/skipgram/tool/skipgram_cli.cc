@@ -10,9 +10,12 @@ const char* SkipGramFlagsHelp() {
   return "  --dim D            embedding size (default 128)\n"
          "  --window W         most positions between centre and context (default 10)\n"
          "  --negative K       negative samples per pair (default 5)\n"
-         "  --epochs E         passes over the walks (default 1)\n"
+         "  --epochs E         passes over the walks; 0 = enough for 32 occurrences of\n"
+         "                     each edge the walks crossed (default 0)\n"
          "  --alpha A          initial learning rate (default 0.025)\n"
          "  --min-alpha A      final learning rate, reached linearly (default 0.0001)\n"
+         "  --init-range R     initial vectors uniform in +-R/dim (default 0.5, word2vec's;\n"
+         "                     gensim 4 uses 1)\n"
          "  --threads T        training threads, 0 = all hardware threads (default 2)\n"
          "  --seed S           seed of the initial vectors and all random draws (default 1)\n"
          "  --sample T         frequent-token subsampling threshold, 0 = off (default 0)\n"
@@ -28,7 +31,7 @@ host::cli::SharedFlag ParseSkipGramFlag(int argc, char** argv, int* i, SkipGramO
   }
   const bool is_integer = flag == "--dim" || flag == "--window" || flag == "--negative" || flag == "--epochs" ||
                           flag == "--threads" || flag == "--seed";
-  const bool is_real = flag == "--alpha" || flag == "--min-alpha" || flag == "--sample";
+  const bool is_real = flag == "--alpha" || flag == "--min-alpha" || flag == "--sample" || flag == "--init-range";
   if (!is_integer && !is_real) return SharedFlag::kNotMine;
   if (*i + 1 >= argc) {
     *error = flag + " needs a value (see --help)";
@@ -57,6 +60,7 @@ host::cli::SharedFlag ParseSkipGramFlag(int argc, char** argv, int* i, SkipGramO
     if (flag == "--alpha") o->alpha = static_cast<float>(x);
     if (flag == "--min-alpha") o->min_alpha = static_cast<float>(x);
     if (flag == "--sample") o->sample = x;
+    if (flag == "--init-range") o->init_range = static_cast<float>(x);
   }
   return SharedFlag::kTaken;
 }

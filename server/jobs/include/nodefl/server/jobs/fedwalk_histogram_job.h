@@ -75,6 +75,7 @@ struct HistogramJobSummary {
   uint64_t partition_bytes = 0;  // one copy of each round's artefact, summed
   fedwalk::HistogramWalkStats walks;
   double training_tokens_per_second = 0;
+  uint64_t training_epochs = 0;  // SkipGram passes over the walks (chosen from them by default)
   double epsilon_max = 0, epsilon_median = 0;  // per-device totals the devices reported
   double epsilon_planned = 0;                  // the plan's total per device
   uint64_t over_plan = 0;   // devices that reported more than the plan (a bug or a lie)

@@ -42,6 +42,7 @@ struct FedWalkJobConfig {
   uint32_t dim = 128;
   uint32_t window = 10;
   uint32_t negative = 5;
+  uint32_t epochs = 0;  // SkipGram passes over the walks, 0 = chosen from the walks
   uint64_t seed = 0;  // 0: random
   // Strict mode's cluster-histogram job (docs/fedwalk.md, "Strict mode").
   // Each device's total epsilon over its releases (the guarantee; the walks

@@ -62,6 +62,7 @@ struct FedWalkWalkOptions {
   uint32_t dim = 128;
   uint32_t window = 10;
   uint32_t negative = 5;
+  uint32_t epochs = 0;  // 0: chosen from the walks (skipgram/corpus_coverage.h)
   unsigned threads = 2;
   uint64_t seed = 0;  // 0: from std::random_device (walk order, training)
   std::string output_dir;
@@ -92,6 +93,7 @@ struct WalkSummary {
   double theorem42 = 0;        // Eq. 21 for (l, p)
   double seconds_keys = 0, seconds_walks = 0, seconds_report = 0, seconds_training = 0;
   double training_tokens_per_second = 0;
+  uint64_t training_epochs = 0;  // SkipGram passes over the walks (chosen from them by default)
   double epsilon_max = 0, epsilon_median = 0;  // devices' reported totals for this job
   // Per edge (a step counts every later hop of its walk) and delta; both
   // reported by the devices. An edge's figure is the sum of its two

@@ -36,15 +36,21 @@
 
 namespace nodefl::server::fedwalk {
 
+// options.epochs if set, else AutoEpochs(MeasureCoverage(corpus)).
+uint32_t EpochsFor(const WalkCorpus& corpus, const SkipGramOptions& options);
+
 // Tokens are counted as read from the corpus (before subsampling), so
-// total_tokens = epochs * corpus.num_tokens().
+// total_tokens = EpochsFor(corpus, options) * corpus.num_tokens().
 using SkipGramProgress = std::function<void(uint64_t done_tokens, uint64_t total_tokens)>;
 
-// The untrained model: input vectors uniform in [-0.5/dim, 0.5/dim] (from
-// `options.seed`), output vectors zero, padding zero.
+// The untrained model: input vectors uniform in
+// [-init_range/dim, init_range/dim) (from `options.seed`), output vectors
+// zero, padding zero.
 SkipGramModel InitializeModel(uint32_t num_vertices, const SkipGramOptions& options);
 
-// Trains a model from InitializeModel(corpus.num_vertices(), options).
+// Trains a model from InitializeModel(corpus.num_vertices(), options) for
+// EpochsFor(corpus, options) passes (callers that report the passes call
+// EpochsFor once and pass its result in options.epochs).
 // std::nullopt and *error if the options are invalid or the corpus has no
 // token. `progress`, if set, is called only from the calling thread (which
 // waits while the workers train): about every 0.5 s, then once with
