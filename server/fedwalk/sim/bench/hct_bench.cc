@@ -105,11 +105,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const nodefl::dataset::Graph& g = loaded.graph;
-  std::vector<std::vector<uint32_t>> neighbours(g.num_nodes);
-  for (uint32_t v = 0; v < g.num_nodes; ++v) {
-    neighbours[v].assign(g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
-                         g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
-  }
+  const std::vector<std::vector<uint32_t>> neighbours = nodefl::dataset::NeighbourLists(g);
   const char* mode = o.mode == nodefl::PrivacyMode::kPaper ? "paper" : "strict";
   std::fprintf(stderr, "nodefl-hct-bench: %s, %u nodes, %llu edges, mode %s, %u threads\n", g.name.c_str(),
                g.num_nodes, static_cast<unsigned long long>(g.num_edges), mode, o.threads);

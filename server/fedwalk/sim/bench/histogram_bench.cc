@@ -186,13 +186,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   const nodefl::dataset::Graph& g = loaded.graph;
-  std::vector<std::vector<uint32_t>> neighbours(g.num_nodes);
+  const std::vector<std::vector<uint32_t>> neighbours = nodefl::dataset::NeighbourLists(g);
   std::vector<uint32_t> everyone(g.num_nodes);
-  for (uint32_t v = 0; v < g.num_nodes; ++v) {
-    everyone[v] = v;
-    neighbours[v].assign(g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
-                         g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
-  }
+  for (uint32_t v = 0; v < g.num_nodes; ++v) everyone[v] = v;
   std::string error;
   std::optional<std::vector<PlannedRelease>> plan = PlanReleases(o.plan, g.num_nodes, &error);
   if (!plan) {

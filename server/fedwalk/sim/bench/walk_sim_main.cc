@@ -176,11 +176,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const nodefl::dataset::Graph& g = loaded.graph;
-  std::vector<std::vector<uint32_t>> neighbours(g.num_nodes);
-  for (uint32_t v = 0; v < g.num_nodes; ++v) {
-    neighbours[v].assign(g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
-                         g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
-  }
+  const std::vector<std::vector<uint32_t>> neighbours = nodefl::dataset::NeighbourLists(g);
   std::fprintf(stderr, "%s: %s, %u nodes, %llu edges; gamma %u, l %u, p %g, epsilon %g%s%s, %u threads\n", kTool,
                g.name.c_str(), g.num_nodes, U(g.num_edges), o.sim.walks_per_vertex, o.sim.walk_length, o.sim.p,
                o.epsilon, o.sim.exact_encoder ? ", exact encoder" : "",

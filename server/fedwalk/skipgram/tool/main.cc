@@ -11,7 +11,6 @@
 #include <functional>
 #include <string>
 
-#include "nodefl/server/fedwalk/skipgram/corpus_coverage.h"
 #include "nodefl/server/fedwalk/skipgram/skipgram_train.h"
 #include "nodefl/server/fedwalk/skipgram/walk_file.h"
 #include "skipgram_cli.h"
@@ -89,14 +88,7 @@ int main(int argc, char** argv) {
 
   t0 = Clock::now();
   cli::ProgressLine line("training", "tokens");
-  if (o.skipgram.epochs == 0) {
-    const auto t_coverage = Clock::now();
-    const CorpusCoverage coverage = MeasureCoverage(*corpus);
-    o.skipgram.epochs = AutoEpochs(coverage);
-    std::fprintf(stderr, "%s: the walks cross about %llu distinct edges, %.1f tokens per edge: %u epoch(s) (%.2f s)\n",
-                 "nodefl-skipgram", static_cast<unsigned long long>(coverage.distinct_pairs), coverage.tokens_per_pair,
-                 o.skipgram.epochs, std::chrono::duration<double>(Clock::now() - t_coverage).count());
-  }
+  cli::ChooseEpochs("nodefl-skipgram", *corpus, &o.skipgram);
   const std::optional<SkipGramModel> model = Train(*corpus, o.skipgram, std::ref(line), &error);
   const double train_s = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!model) {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "nodefl/server/fedwalk/skipgram/corpus_coverage.h"
+
 namespace nodefl::server::fedwalk::cli {
 
 const char* SkipGramFlagsHelp() {
@@ -69,6 +71,16 @@ host::cli::SharedFlagsFn SkipGramFlags(SkipGramOptions* options) {
   return [options](int argc, char** argv, int* i, std::string* error) {
     return ParseSkipGramFlag(argc, argv, i, options, error);
   };
+}
+
+void ChooseEpochs(const char* tool, const WalkCorpus& corpus, SkipGramOptions* options) {
+  if (options->epochs != 0) return;
+  const auto start = std::chrono::steady_clock::now();
+  const CorpusCoverage coverage = MeasureCoverage(corpus);
+  options->epochs = AutoEpochs(coverage);
+  std::fprintf(stderr, "%s: the walks cross about %llu distinct edges, %.1f tokens per edge: %u epoch(s) (%.2f s)\n",
+               tool, static_cast<unsigned long long>(coverage.distinct_pairs), coverage.tokens_per_pair,
+               options->epochs, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 ProgressLine::ProgressLine(const char* what, const char* unit, std::chrono::seconds interval)

@@ -10,6 +10,7 @@
 
 #include "nodefl/host/cli/flag_parser.h"
 #include "nodefl/server/fedwalk/skipgram/skipgram_options.h"
+#include "nodefl/server/fedwalk/skipgram/walk_corpus.h"
 
 namespace nodefl::server::fedwalk::cli {
 
@@ -27,6 +28,11 @@ host::cli::SharedFlagsFn SkipGramFlags(SkipGramOptions* options);
 // Prints "<what> 12.3% of N <unit>, R <unit>/s" to stderr at most every
 // `interval`, and never for the final call (done == total), which the tool
 // reports itself.
+// If options->epochs is 0 (chosen from the walks), sets it to
+// AutoEpochs(MeasureCoverage(corpus)) and prints the coverage behind the
+// choice on stderr as "<tool>: the walks cross ...".
+void ChooseEpochs(const char* tool, const WalkCorpus& corpus, SkipGramOptions* options);
+
 class ProgressLine {
  public:
   ProgressLine(const char* what, const char* unit, std::chrono::seconds interval = std::chrono::seconds(5));

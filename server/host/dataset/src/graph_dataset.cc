@@ -201,4 +201,13 @@ std::vector<std::pair<uint32_t, uint32_t>> UndirectedEdges(const Graph& g) {
   return edges;
 }
 
+std::vector<std::vector<uint32_t>> NeighbourLists(const Graph& g) {
+  std::vector<std::vector<uint32_t>> lists(g.num_nodes);
+  for (uint32_t v = 0; v < g.num_nodes; ++v) {
+    lists[v].assign(g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v]),
+                    g.neighbours.begin() + static_cast<std::ptrdiff_t>(g.offsets[v + 1]));
+  }
+  return lists;
+}
+
 }  // namespace nodefl::dataset

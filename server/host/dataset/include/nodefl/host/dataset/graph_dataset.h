@@ -51,6 +51,10 @@ LoadResult LoadGraph(const std::filesystem::path& directory);
 // Every undirected edge once, as (u, v) with u < v, in order of u then v.
 std::vector<std::pair<uint32_t, uint32_t>> UndirectedEdges(const Graph& g);
 
+// The adjacency as one sorted neighbour list per node (the form the
+// in-process device simulations take).
+std::vector<std::vector<uint32_t>> NeighbourLists(const Graph& g);
+
 // A deterministic planted-partition graph (for demos without the shared
 // datasets): `communities` blocks of `block_size` nodes, edge probability
 // p_in inside a block and p_out across; label = block index.
