@@ -389,7 +389,9 @@ int main(int argc, char** argv) {
   if (const auto* walks = device.walk_role()) {
     roles += " walks_forwarded=" + std::to_string(walks->stats().forwarded) +
              " walks_finished=" + std::to_string(walks->stats().finished) +
-             " walks_dropped=" + std::to_string(walks->stats().dropped);
+             " walks_dropped=" + std::to_string(walks->stats().dropped) +
+             " walks_dropped_starts=" + std::to_string(walks->stats().dropped_starts) +
+             " walks_lost=" + std::to_string(walks->stats().lost);
   }
   roles += " hct_reports=" + std::to_string(device.hct_role().stats().reports);
   if (const auto* histograms = device.histogram_role()) {

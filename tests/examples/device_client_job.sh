@@ -197,8 +197,9 @@ for f in encoder epsilon devices_unbounded against_server; do
   check "privacy ledger (walks) $f: $b, as all emulated ($a)" test -n "$a" -a "$a" = "$b"
 done
 # Every encoding a device made is spent, also those of a walk that was
-# dropped (a queue full after node 0's reconnect) and issued again: one per
-# token when nothing was issued again, more when something was.
+# dropped on its way and issued again: one per token when nothing was
+# issued again, at least one per token when something was (a start a
+# device had no room for is dropped before any encoding).
 for run in a b; do
   log=$out/server-$run.log
   tokens=$(field "$log" "$walks" tokens) reissued=$(field "$log" "$walks" reissued)
@@ -208,7 +209,7 @@ for run in a b; do
       test "$encodings" = "$tokens"
   else
     check "run $run: every encoding accounted ($encodings for $tokens tokens, $reissued walks issued again)" \
-      test "$encodings" -gt "$tokens"
+      test "$encodings" -ge "$tokens"
   fi
 done
 
@@ -266,7 +267,7 @@ check "secure comparisons: the same greedy orientation, edge for edge" \
 port=$(free_port)
 start_server "$port" "$out/server-c.log" "${job_args[@]}"
 wait_listening "$server_pid" "$out/server-c.log" || { echo "FAIL: the server did not start"; cat "$out/server-c.log"; exit 1; }
-: >"$out/device-0.txt"
+mv "$out/device-0.txt" "$out/device-0-job.txt"  # run B's summary, kept for the failure report
 device 0 "$port" --max-attempts 5
 for _ in $(seq 300); do grep -q "device=0 .*registered\|event=registered .*device=0 " "$out/server-c.log" 2>/dev/null && break; grep -q "connected to" "$out/device-0.log" && break; sleep 0.1; done
 sleep 1
@@ -282,6 +283,7 @@ check "... starting from the spend its ledger file held ($spent)" \
 kill "$server_pid" 2>/dev/null || true
 
 echo "board clients: $(cut -d' ' -f1,4- "$out/device-33.txt" | head -1)"
+echo "               $(cut -d' ' -f1,4- "$out/device-0-job.txt" | head -1)"
 if ((failed)); then
   for f in "$out"/device-*.log "$out/proxy.log"; do echo "--- $f"; tail -n 5 "$f"; done
   grep -E 'event=(job_finished|privacy_ledger|stopped)|level=error' "$out/server-b.log" | cut -c1-400 || true

@@ -282,6 +282,51 @@ TEST(DeviceSessionTest, KeptRelaySendsAreResentAfterAResumeUntilAcknowledged) {
   EXPECT_EQ(f.session.counters().sends_forgotten, 2u);
 }
 
+TEST(DeviceSessionTest, SendsToWriteAgainGoOutBeforeMoreInputIsTaken) {
+  // More kept sends than the output holds: after a resume they fill it, and
+  // a delivery behind the Welcome waits until the app has written them
+  // out (roles cannot send behind them; taking input meanwhile would only
+  // pile work up in the roles).
+  constexpr size_t kSends = kMaxFrame / 8;
+  Fixture f(/*output_frames=*/2, /*ack_every=*/1000, {},
+            kSends * (UnackedSends::kHeaderBytes + 3) + UnackedSends::kMaxEntryBytes);
+  f.Register();
+  for (uint64_t job = 1; job <= kSends; ++job) {
+    ASSERT_TRUE(f.Feed(f.server.JobStart(job)).ok());
+    ScriptedServer::Read(f.session);
+  }
+  ASSERT_EQ(f.session.counters().sends_kept, kSends);
+  ASSERT_TRUE(f.session.Reconnect(10).ok());
+  ScriptedServer::Read(f.session);  // Hello
+  f.server.Restart();
+  std::vector<uint8_t> input = ResumedWelcome(f.server, 0);
+  const std::vector<uint8_t> delivery = f.server.Deliver(kSends, 1);  // for the latest job
+  input.insert(input.end(), delivery.begin(), delivery.end());
+  f.role.seen.clear();
+  size_t consumed = 0;
+  ASSERT_TRUE(f.session.OnReceived(input, 20, &consumed).ok());
+  EXPECT_TRUE(f.role.seen.empty());  // the delivery waits in the frame decoder
+  EXPECT_FALSE(f.session.CanSendInOrder());
+  size_t resent = ScriptedServer::Read(f.session).size();
+  EXPECT_GT(resent, 0u);
+  EXPECT_LT(resent, kSends);
+  // Written out in turns; the delivery reaches the role once none waits.
+  for (int turn = 0; turn < 100 && f.role.seen.empty(); ++turn) {
+    size_t more = 0;
+    ASSERT_TRUE(f.session.OnReceived(Span<const uint8_t>(input).subspan(consumed), 20, &more).ok());
+    consumed += more;
+    if (f.role.seen.empty()) {
+      EXPECT_LT(f.session.counters().sends_resent, kSends);
+    }
+    resent += ScriptedServer::Read(f.session).size();
+  }
+  EXPECT_EQ(consumed, input.size());
+  EXPECT_EQ(f.role.seen, (std::vector<pb_size_t>{nodefl_wire_Envelope_relay_deliver_tag}));
+  EXPECT_EQ(f.session.counters().sends_resent, kSends);
+  EXPECT_GE(resent, kSends);  // and an ack
+  EXPECT_TRUE(f.session.CanSendInOrder());
+}
+
 TEST(DeviceSessionTest, KeptUploadsShareTheNumberingAndAreResentAsJobData) {
   Fixture f(4, 2, {}, 6 * UnackedSends::kMaxEntryBytes);
   f.role.upload = true;

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/server/fedwalk/common/walk_messages.h"
 #include "nodefl/server/fedwalk/skipgram/walk_corpus.h"
 
 namespace nodefl::server::jobs {
@@ -95,10 +96,10 @@ void WaitFinished(FedWalkWalkJob& job, uint64_t now_us) {
 }
 
 TEST(FedWalkWalkJobTest, ExpectedMessagesFollowTheRecurrence) {
-  EXPECT_EQ(ExpectedMessagesPerWalk(1, 0.2), 0.0);
-  EXPECT_EQ(ExpectedMessagesPerWalk(2, 0.2), 1.0);
-  EXPECT_NEAR(ExpectedMessagesPerWalk(3, 0.2), 2 - 0.2, 1e-12);
-  EXPECT_NEAR(ExpectedMessagesPerWalk(40, 0.0), 39.0, 1e-12);
+  EXPECT_EQ(fedwalk::ExpectedMessagesPerWalk(1, 0.2), 0.0);
+  EXPECT_EQ(fedwalk::ExpectedMessagesPerWalk(2, 0.2), 1.0);
+  EXPECT_NEAR(fedwalk::ExpectedMessagesPerWalk(3, 0.2), 2 - 0.2, 1e-12);
+  EXPECT_NEAR(fedwalk::ExpectedMessagesPerWalk(40, 0.0), 39.0, 1e-12);
   // The recurrence of the paper's App. A.2 (E_1 = 0, E_2 = 1) solves to
   // E_l = 1 + (l-2)/(1+p) - p^2 (1 - (-p)^(l-2)) / (1+p)^2: 32.64 at the
   // paper's defaults. The paper's printed Eq. 21 gives 32.31: it does not
@@ -107,13 +108,13 @@ TEST(FedWalkWalkJobTest, ExpectedMessagesFollowTheRecurrence) {
   for (const double p : {0.0, 0.1, 0.2, 0.4, 1.0}) {
     for (const double l : {2.0, 3.0, 10.0, 40.0}) {
       const double exact = 1 + (l - 2) / (1 + p) - p * p * (1 - std::pow(-p, l - 2)) / ((1 + p) * (1 + p));
-      EXPECT_NEAR(ExpectedMessagesPerWalk(static_cast<uint32_t>(l), p), exact, 1e-9) << "l " << l << " p " << p;
+      EXPECT_NEAR(fedwalk::ExpectedMessagesPerWalk(static_cast<uint32_t>(l), p), exact, 1e-9) << "l " << l << " p " << p;
     }
   }
   const double p = 0.2, l = 40;
   const double eq21 = (l - 2) / (1 + p) + (2 - 2 * p - 1 / (1 + p)) * (1 - std::pow(-p, l - 2)) / (1 + p);
   EXPECT_NEAR(eq21, 32.31, 0.01);
-  EXPECT_NEAR(ExpectedMessagesPerWalk(40, 0.2) - eq21, 2 * p / (1 + p), 1e-9);
+  EXPECT_NEAR(fedwalk::ExpectedMessagesPerWalk(40, 0.2) - eq21, 2 * p / (1 + p), 1e-9);
 }
 
 TEST(FedWalkWalkJobTest, EveryWalkIsAccountedForAndTheWindowHolds) {

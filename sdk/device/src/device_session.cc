@@ -70,6 +70,10 @@ bool DeviceSession::CanSend() const {
   return OutputRoom() && (!unacked_.enabled() || (!unacked_.resend_pending() && unacked_.has_room()));
 }
 
+bool DeviceSession::CanSendInOrder() const {
+  return state_ == SessionState::kReady && OutputRoom() && !(unacked_.enabled() && unacked_.resend_pending());
+}
+
 void DeviceSession::ConsumeOutput(size_t n) {
   NODEFL_CHECK(n <= output_size_);
   std::memmove(buffers_.output.data(), buffers_.output.data() + n, output_size_ - n);
@@ -229,6 +233,11 @@ Status DeviceSession::OnReceived(ConstByteSpan plaintext, uint64_t now_us, size_
       if (!fed.ok()) return Fail(fed, "malformed or oversize frame from server");
       if (!decoder_.has_frame()) break;
     }
+    // Kept sends waiting to be written again (after a reconnect) go out
+    // before more input is taken: roles cannot send behind them, so input
+    // taken meanwhile would only pile up in the roles (a walk queue fills
+    // and drops). Once they fill the output, input waits for the socket.
+    NODEFL_TRY(PumpResends());
     // Every handler may send one frame: do not start one without room.
     // (Output room only: an acknowledgement that frees kept sends may be
     // behind this frame.)

@@ -314,7 +314,7 @@ void FedWalkWalkRole::HandleDelivery(const nodefl_wire_Envelope& message, device
   const bool late = phase_ == Phase::kReport || phase_ == Phase::kDone;
   peers_.Touch(peer);
   if (peer->state == roles::PeerKeyState::kReady) {
-    WalkSlot* slot = queue_.Acquire(SlotState::kResult);
+    WalkSlot* slot = AcquireMakingRoom(SlotState::kResult, session);
     if (slot == nullptr) {
       // Queue full: the walk ends here, as it is, straight to the server.
       WalkHeader h;
@@ -350,7 +350,7 @@ void FedWalkWalkRole::HandleDelivery(const nodefl_wire_Envelope& message, device
     ++stats_.rejected;  // longer than any walk of this job
     return;
   }
-  WalkSlot* slot = queue_.Acquire(SlotState::kSealed);
+  WalkSlot* slot = AcquireMakingRoom(SlotState::kSealed, session);
   if (slot == nullptr) {
     ++stats_.lost;
     return;
@@ -602,6 +602,38 @@ Status FedWalkWalkRole::SendHeldWalks(device::DeviceSession& session) {
     }
   }
   return Status::Ok();
+}
+
+Status FedWalkWalkRole::SendOneHeldWalk(device::DeviceSession& session, bool* sent) {
+  *sent = false;
+  const size_t n = queue_.capacity();
+  for (size_t visited = 0; visited < n; ++visited) {
+    if (send_cursor_ >= n) send_cursor_ = 0;
+    WalkSlot* slot = &queue_.at(send_cursor_++);
+    roles::KeyedPeer* peer = slot->state == SlotState::kForward ? peers_.Find(slot->peer) : nullptr;
+    const bool can_go = slot->state == SlotState::kResult ||
+                        (peer != nullptr && peer->state == roles::PeerKeyState::kReady);
+    if (!can_go) continue;
+    const size_t before = queue_.in_use();
+    NODEFL_TRY(slot->state == SlotState::kResult ? SendResult(session, slot) : SendForward(session, slot, peer));
+    // A walk whose seal fails ends in its slot (kDropped) without a send.
+    *sent = queue_.in_use() < before;
+    return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+WalkSlot* FedWalkWalkRole::AcquireMakingRoom(SlotState state, device::DeviceSession& session) {
+  WalkSlot* slot = queue_.Acquire(state);
+  if (slot != nullptr || !session.CanSendInOrder()) return slot;
+  // Deliveries come in batches between polls (a whole read of the socket,
+  // or what the relay held during a reconnect), and a hub's queue fills
+  // with walks that could go on: one of them leaves now, unnumbered if the
+  // session has no room to keep it, and the new walk takes its slot
+  // instead of being dropped.
+  bool sent = false;
+  if (!SendOneHeldWalk(session, &sent).ok() || !sent) return nullptr;
+  return queue_.Acquire(state);
 }
 
 bool FedWalkWalkRole::NeighbourKeysSettled() const {

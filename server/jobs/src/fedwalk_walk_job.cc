@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "nodefl/core/little_endian.h"
+#include "nodefl/server/fedwalk/common/walk_messages.h"
 #include "nodefl/server/jobs/job_entropy.h"
 #include "nodefl/server/fedwalk/skipgram/skipgram_model.h"
 #include "nodefl/server/fedwalk/skipgram/skipgram_train.h"
@@ -27,18 +28,6 @@ double Seconds(uint64_t from_us, uint64_t to_us) { return static_cast<double>(to
 
 }  // namespace
 
-double ExpectedMessagesPerWalk(uint32_t l, double p) {
-  // The recurrence of App. A.2, which Eq. 21 solves.
-  if (l <= 1) return 0;
-  double e_prev = 0, e = 1;  // E_1, E_2
-  for (uint32_t i = 3; i <= l; ++i) {
-    const double next = p * (e_prev + 1) + (1 - p) * (e + 1);
-    e_prev = e;
-    e = next;
-  }
-  return e;
-}
-
 FedWalkWalkJob::FedWalkWalkJob(FedWalkWalkOptions options, std::vector<uint32_t> participants)
     : options_(std::move(options)),
       participants_(std::move(participants)),
@@ -51,7 +40,7 @@ FedWalkWalkJob::FedWalkWalkJob(FedWalkWalkOptions options, std::vector<uint32_t>
   // Through the job entropy: a job continued after a restart draws it again
   // from its journal (job_entropy.h).
   if (options_.seed == 0) options_.seed = JobEntropyU64();
-  summary_.theorem42 = ExpectedMessagesPerWalk(options_.params.length, options_.params.p);
+  summary_.theorem42 = fedwalk::ExpectedMessagesPerWalk(options_.params.length, options_.params.p);
 }
 
 FedWalkWalkJob::~FedWalkWalkJob() {

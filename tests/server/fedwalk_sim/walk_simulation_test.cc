@@ -88,21 +88,6 @@ void ExpectAccounted(const Graph& g, const WalkSimulationOptions& o, const WalkS
   EXPECT_EQ(full, s.completed);
 }
 
-TEST(WalkSimulationTest, RecurrenceMatchesTheClosedForm) {
-  EXPECT_EQ(RecurrenceMessagesPerWalk(1, 0.2), 0.0);
-  EXPECT_EQ(RecurrenceMessagesPerWalk(2, 0.2), 1.0);
-  EXPECT_DOUBLE_EQ(RecurrenceMessagesPerWalk(3, 0.2), 1.8);  // 2 - p
-  for (uint32_t l : {4u, 10u, 40u, 81u}) {
-    for (double p : {0.0, 0.2, 0.5, 1.0}) {
-      // docs/fedwalk.md: E_l = 1 + (l-2)/(1+p) - p^2 (1 - (-p)^(l-2)) / (1+p)^2.
-      const double closed =
-          1 + (l - 2) / (1 + p) - p * p * (1 - std::pow(-p, static_cast<double>(l - 2))) / ((1 + p) * (1 + p));
-      EXPECT_NEAR(RecurrenceMessagesPerWalk(l, p), closed, 1e-9) << "l " << l << " p " << p;
-    }
-  }
-  EXPECT_NEAR(RecurrenceMessagesPerWalk(40, 0.2), 32.639, 5e-4);
-}
-
 TEST(WalkSimulationTest, KarateAccountsForEveryWalk) {
   const Graph g = Karate();
   const WalkSimulationOptions o = Small(20, 0.2);

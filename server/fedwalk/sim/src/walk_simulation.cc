@@ -14,6 +14,7 @@
 #include "nodefl/core/little_endian.h"
 #include "nodefl/protocol/fedwalk/hct_format.h"
 #include "nodefl/protocol/fedwalk/walk_format.h"
+#include "nodefl/server/fedwalk/common/walk_messages.h"
 #include "nodefl/server/fedwalk/sim/hct_simulation.h"
 #include "parallel_chunks.h"
 #include "walk_devices.h"
@@ -23,14 +24,6 @@ namespace nodefl::server::fedwalk {
 
 namespace fw = nodefl::fedwalk;
 using Clock = std::chrono::steady_clock;
-
-double RecurrenceMessagesPerWalk(uint32_t l, double p) {
-  // E_1 = 0, E_2 = 1; then one message per forward, two entries per jump.
-  std::vector<double> e(std::max<uint32_t>(l, 2) + 1, 0.0);
-  e[2] = 1.0;
-  for (uint32_t i = 3; i <= l; ++i) e[i] = 1.0 + p * e[i - 2] + (1.0 - p) * e[i - 1];
-  return l <= 1 ? 0.0 : e[l];
-}
 
 namespace {
 
@@ -265,7 +258,7 @@ WalkSimulationResult SimulateWalks(const std::vector<std::vector<uint32_t>>& nei
   s.self_substitutions = k.self_substitutions;
   s.jump_vs_previous = k.jump_vs_previous;
   s.jump_vs_skipped = k.jump_vs_skipped;
-  s.messages_recurrence = RecurrenceMessagesPerWalk(options.walk_length, options.p);
+  s.messages_recurrence = ExpectedMessagesPerWalk(options.walk_length, options.p);
 
   t0 = Clock::now();
   if (std::string error = Summarise(run, neighbours, options.walk_length, threads, progress, &out); !error.empty()) {

@@ -253,7 +253,14 @@ class FedWalkWalkRole final : public device::Role {
   Status SendDroppedNow(device::DeviceSession& session, const WalkHeader& header, ConstByteSpan ids);
 
   Status SendKeyRequests(device::DeviceSession& session);
+  // Sends held walks that can go (round robin) while the session can send.
   Status SendHeldWalks(device::DeviceSession& session);
+  // Sends the next held walk that can go, if any (the caller checked that
+  // the session can send). `*sent`: whether a slot was freed.
+  Status SendOneHeldWalk(device::DeviceSession& session, bool* sent);
+  // A free slot in `state`; when none is free, one held walk goes out
+  // first (OnMessage's one message) if the session can send in order.
+  WalkSlot* AcquireMakingRoom(SlotState state, device::DeviceSession& session);
   Status SendResult(device::DeviceSession& session, WalkSlot* slot);
   Status SendForward(device::DeviceSession& session, WalkSlot* slot, roles::KeyedPeer* peer);
   Status SendReport(device::DeviceSession& session, uint32_t round);

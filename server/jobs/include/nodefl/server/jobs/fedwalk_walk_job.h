@@ -108,9 +108,6 @@ struct WalkSummary {
   std::string error;
 };
 
-// Eq. 21 of the paper (expected device-to-device messages of an l-long walk).
-double ExpectedMessagesPerWalk(uint32_t l, double p);
-
 class FedWalkWalkJob final : public Job {
  public:
   FedWalkWalkJob(FedWalkWalkOptions options, std::vector<uint32_t> participants);

@@ -162,8 +162,4 @@ struct WalkSimulationResult {
 WalkSimulationResult SimulateWalks(const std::vector<std::vector<uint32_t>>& neighbours,
                                    const WalkSimulationOptions& options, WalkSimulationProgress* progress = nullptr);
 
-// Theorem 4.2 (App. A.2): the expected device-to-device messages of a walk
-// of l entries, E_1 = 0, E_2 = 1, E_l = p (E_{l-2} + 1) + (1 - p) (E_{l-1} + 1).
-double RecurrenceMessagesPerWalk(uint32_t l, double p);
-
 }  // namespace nodefl::server::fedwalk
