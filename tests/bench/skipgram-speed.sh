@@ -26,6 +26,7 @@
 #   -h, --help        this text
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source tests/bench/bench_lib.sh
 
 graphs="karate cora blogcatalog"
 gammas="10 80"
@@ -39,19 +40,13 @@ while [[ $# -gt 0 ]]; do
     --threads) threads=$2; shift 2 ;;
     --repeats) repeats=$2; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "skipgram-speed.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    -h|--help) bench_help; exit 0 ;;
+    *) bench_fail "unknown argument '$1' (see --help)" ;;
   esac
 done
-graph_dir() { if [[ $1 == */* ]]; then echo "$1"; else echo "../shared/datasets/$1"; fi; }
-for g in $graphs; do
-  [[ -f $(graph_dir "$g")/edges.tsv ]] || { echo "skipgram-speed.sh: no $(graph_dir "$g")/edges.tsv" >&2; exit 2; }
-done
-for n in $gammas $threads $repeats; do
-  [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "skipgram-speed.sh: '$n' is not a positive whole number" >&2; exit 2; }
-done
-python=/usr/bin/python3
-[[ -x $python ]] || python=python3
+bench_require_graphs edges.tsv $graphs
+bench_require_whole $gammas $threads $repeats
+python=$bench_python
 if ((build)); then
   bash toolchains/install-deps.sh host >/dev/null
   cmake -S . -B build/host -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -85,7 +80,7 @@ nodefl_run() {
 }
 
 for g in $graphs; do
-  dir=$(graph_dir "$g")
+  dir=$(bench_graph_dir "$g")
   name=$(basename "$g")
   for gamma in $gammas; do
     work=$out/$name-gamma$gamma

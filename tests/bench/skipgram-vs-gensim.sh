@@ -28,6 +28,7 @@
 #   -h, --help        this text
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source tests/bench/bench_lib.sh
 
 graphs="blogcatalog cora"
 gammas="10 40 80"
@@ -41,20 +42,13 @@ while [[ $# -gt 0 ]]; do
     --threads) threads=$2; shift 2 ;;
     --shuffles) shuffles=$2; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit 0 ;;
-    *) echo "skipgram-vs-gensim.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    -h|--help) bench_help; exit 0 ;;
+    *) bench_fail "unknown argument '$1' (see --help)" ;;
   esac
 done
-# graph_dir G: a dataset name in ../shared/datasets, or a folder path.
-graph_dir() { if [[ $1 == */* ]]; then echo "$1"; else echo "../shared/datasets/$1"; fi; }
-for g in $graphs; do
-  [[ -f $(graph_dir "$g")/labels.tsv ]] || { echo "skipgram-vs-gensim.sh: no $(graph_dir "$g")/labels.tsv" >&2; exit 2; }
-done
-for n in $gammas $threads $shuffles; do
-  [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "skipgram-vs-gensim.sh: '$n' is not a positive whole number" >&2; exit 2; }
-done
-python=/usr/bin/python3
-[[ -x $python ]] || python=python3
+bench_require_graphs labels.tsv $graphs
+bench_require_whole $gammas $threads $shuffles
+python=$bench_python
 if ((build)); then
   bash toolchains/install-deps.sh host >/dev/null
   cmake -S . -B build/host -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -110,7 +104,7 @@ gensim() {
 }
 
 for graph in $graphs; do
-  dir=$(graph_dir "$graph")
+  dir=$(bench_graph_dir "$graph")
   for gamma in $gammas; do
     work=$out/$(basename "$graph")-gamma$gamma
     mkdir -p "$work"

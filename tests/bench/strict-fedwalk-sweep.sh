@@ -25,6 +25,7 @@
 # training ratio, and the Micro-F1 gap to DeepWalk at 0.5.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source tests/bench/bench_lib.sh
 
 graphs="../shared/datasets/cora ../shared/datasets/blogcatalog"
 epsilons="1 2 4 8"
@@ -56,8 +57,7 @@ done
 for g in $graphs; do
   [[ -f $g/edges.tsv && -f $g/labels.tsv ]] || { echo "strict-fedwalk-sweep.sh: '$g' has no edges.tsv and labels.tsv" >&2; exit 2; }
 done
-python=/usr/bin/python3
-[[ -x $python ]] || python=python3
+python=$bench_python
 if [[ $build == 1 ]]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$build_dir" -j "${NODEFL_JOBS:-2}" --target nodefl-histogram-bench nodefl-deepwalk
@@ -67,25 +67,8 @@ deepwalk=$build_dir/bin/nodefl-deepwalk
 mkdir -p "$out"
 
 [[ ,$ratios, == *,0.5,* ]] || { echo "strict-fedwalk-sweep.sh: --ratios must include 0.5" >&2; exit 2; }
-# score EMB LABELS JSON: the DeepWalk protocol at the training ratios.
-score() {
-  $python server/tools/score_embeddings.py --embeddings "$1" --labels "$2" --ratios "$ratios" \
-    --shuffles "$shuffles" --json "$3" >/dev/null 2>&1
-}
-# f1s JSON...: Micro-F1 per ratio joined by " / ", then Macro-F1 the same
-# way, then Micro-F1 at 0.5 (tab-separated); averaged over the files (seeds).
-f1s() {
-  $python - "$@" <<'EOF'
-import json, sys
-rows = [json.load(open(p))["results"] for p in sys.argv[1:]]
-avg = lambda key, i: sum(r[i][key] for r in rows) / len(rows)
-n = len(rows[0])
-half = [i for i in range(n) if abs(rows[0][i]["ratio"] - 0.5) < 1e-9][0]
-print("\t".join([" / ".join("%.4f" % avg("micro_f1_mean", i) for i in range(n)),
-                 " / ".join("%.4f" % avg("macro_f1_mean", i) for i in range(n)),
-                 "%.4f" % avg("micro_f1_mean", half)]))
-EOF
-}
+score() { bench_score "$1" "$2" "$ratios" "$shuffles" "$3"; }
+f1s() { bench_f1s "$@"; }
 
 for g in $graphs; do
   name=$(basename "$g")

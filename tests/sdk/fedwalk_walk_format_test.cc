@@ -58,7 +58,11 @@ TEST(WalkFormatTest, ParametersLayoutIsAsDocumented) {
   EXPECT_EQ(e, 0.75);
   EXPECT_EQ(b[32], 0xA0);
   EXPECT_EQ(b[47], 0xAF);
-  for (size_t i = 48; i < 56; ++i) EXPECT_EQ(b[i], 0) << i;  // reserved
+  EXPECT_EQ(b[48], 0);  // predictor: tree, the byte reserved before it existed
+  for (size_t i = 49; i < 56; ++i) EXPECT_EQ(b[i], 0) << i;  // reserved
+  WalkParameters neighbours = Sample();
+  neighbours.predictor = JumpPredictor::kNeighbours;
+  EXPECT_EQ(Encoded(neighbours)[48], 1);
 }
 
 TEST(WalkFormatTest, ParametersRoundTrip) {
@@ -72,17 +76,32 @@ TEST(WalkFormatTest, ParametersRoundTrip) {
   EXPECT_EQ(back->epsilon_per_encoding, w.epsilon_per_encoding);
   EXPECT_EQ(back->max_pending_walks, w.max_pending_walks);
   EXPECT_EQ(std::memcmp(back->salt, w.salt, 16), 0);
+  EXPECT_EQ(back->predictor, JumpPredictor::kTree);
   // Edges of the ranges are accepted.
   for (auto edit : std::vector<void (*)(WalkParameters&)>{
            [](WalkParameters& x) { x.length = 2; }, [](WalkParameters& x) { x.length = kMaxWalkLength; },
            [](WalkParameters& x) { x.p = 0.0; }, [](WalkParameters& x) { x.p = 1.0; },
            [](WalkParameters& x) { x.max_pending_walks = 1; },
            [](WalkParameters& x) { x.max_pending_walks = kMaxPendingWalks; },
-           [](WalkParameters& x) { x.mode = PrivacyMode::kStrict; }}) {
+           [](WalkParameters& x) { x.mode = PrivacyMode::kStrict; },
+           [](WalkParameters& x) { x.predictor = JumpPredictor::kNeighbours; }}) {
     WalkParameters x = Sample();
     edit(x);
-    EXPECT_TRUE(DecodeWalkParameters(View(Encoded(x))).ok());
+    Result<WalkParameters> decoded = DecodeWalkParameters(View(Encoded(x)));
+    ASSERT_TRUE(decoded.ok());
+    EXPECT_EQ(decoded->predictor, x.predictor);
   }
+}
+
+TEST(WalkFormatTest, PredictorNames) {
+  EXPECT_STREQ(JumpPredictorName(JumpPredictor::kTree), "tree");
+  EXPECT_STREQ(JumpPredictorName(JumpPredictor::kNeighbours), "neighbours");
+  EXPECT_STREQ(JumpPredictorName(static_cast<JumpPredictor>(7)), "?");
+  EXPECT_EQ(ParseJumpPredictor("tree").value_or(JumpPredictor::kNeighbours), JumpPredictor::kTree);
+  EXPECT_EQ(ParseJumpPredictor("neighbours").value_or(JumpPredictor::kTree), JumpPredictor::kNeighbours);
+  EXPECT_FALSE(ParseJumpPredictor("neighbors").ok());
+  EXPECT_FALSE(ParseJumpPredictor("").ok());
+  EXPECT_FALSE(ParseJumpPredictor(nullptr).ok());
 }
 
 TEST(WalkFormatTest, ParametersOutOfRangeAreRefusedBothWays) {
@@ -100,6 +119,7 @@ TEST(WalkFormatTest, ParametersOutOfRangeAreRefusedBothWays) {
       [](WalkParameters& x) { x.max_pending_walks = 0; },
       [](WalkParameters& x) { x.max_pending_walks = kMaxPendingWalks + 1; },
       [](WalkParameters& x) { x.mode = static_cast<PrivacyMode>(2); },
+      [](WalkParameters& x) { x.predictor = static_cast<JumpPredictor>(kMaxJumpPredictor + 1); },
   };
   const std::vector<uint8_t> good = Encoded(Sample());
   for (size_t i = 0; i < edits.size(); ++i) {
@@ -116,6 +136,7 @@ TEST(WalkFormatTest, ParametersOutOfRangeAreRefusedBothWays) {
     std::memcpy(b.data() + 8, &x.p, 8);
     std::memcpy(b.data() + 16, &x.epsilon, 8);
     std::memcpy(b.data() + 24, &x.epsilon_per_encoding, 8);
+    b[48] = static_cast<uint8_t>(x.predictor);
     EXPECT_EQ(DecodeWalkParameters(b).status(), Status::InvalidArgument()) << i;
   }
   // Framing: size, version, reserved bytes.

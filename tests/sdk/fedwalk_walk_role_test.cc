@@ -519,6 +519,31 @@ TEST(FedWalkWalkRoleTest, TwoHopJumpsFetchStrangersKeysOnDemand) {
   EXPECT_EQ(r1.body.received, 1u);  // finished here
 }
 
+TEST(FedWalkWalkRoleTest, NeighbourJumpsFetchNoStrangersKeys) {
+  const WalkWorld world = PathWorld();
+  Server server(world, {1, 2, 3});
+  WalkParameters params = Params(5, 1.0);
+  params.predictor = JumpPredictor::kNeighbours;
+  RunKeysRound(server, params);
+  const std::map<uint32_t, uint32_t> round1_requests = server.key_requests;
+  // Walk 9 from device 1 with p = 1: 1 encodes 2 and has no other
+  // neighbour to jump to, so it forwards to 2; 2 encodes one neighbour and
+  // jumps to the other (a neighbour of its own, keyed in round 1), which
+  // encodes itself; and so on: 5 entries, alternating ends of the path.
+  server.Send(1, server.StartWalks(1, {{9, 5}}));
+  server.Pump();
+  ASSERT_EQ(server.results.size(), 1u);
+  const WalkResultRecord& r = server.results[0];
+  EXPECT_EQ(r.header.outcome, WalkOutcome::kComplete);
+  ASSERT_EQ(r.ids.size(), 5u);
+  EXPECT_EQ(r.ids[0], 2u);
+  EXPECT_TRUE((r.ids[1] == 1u && r.ids[2] == 3u) || (r.ids[1] == 3u && r.ids[2] == 1u)) << r.ids[1] << r.ids[2];
+  EXPECT_EQ(server[2].role.stats().predicted, 1u);
+  EXPECT_EQ(server.relays, 3u);  // 1 -> 2, the jump from 2, then a forward to 2
+  // Nobody asked for a certificate after round 1.
+  EXPECT_EQ(server.key_requests, round1_requests);
+}
+
 TEST(FedWalkWalkRoleTest, ManyWalksAcrossARingAllComplete) {
   const WalkWorld world = WalkWorld::Make(8, 2, 3, 17);
   std::vector<uint32_t> ids;

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "fedwalk_walk_graph.h"
@@ -196,6 +197,16 @@ TEST(WalkStepTest, SelfEncodingAndEndings) {
   }
 }
 
+// me's neighbour records with every per-bin estimate at -0.4 (each rounds
+// to no neighbour in any bin).
+std::vector<HctNeighbour> WithEstimatesBelowZero(const WalkWorld& world, uint32_t me) {
+  std::vector<HctNeighbour> flat = world.neighbours[me];
+  for (HctNeighbour& n : flat) {
+    for (uint32_t i = 0; i < world.bins; ++i) StoreF32Le(-0.4f, n.row_bytes + 4 * i);
+  }
+  return flat;
+}
+
 TEST(WalkStepTest, PredictorJumpsIntoThePoolAndFallsBackWhenItIsEmpty) {
   const WalkWorld world = WalkWorld::Make(60, 4, 30, 4);
   Drbg rng;
@@ -229,10 +240,7 @@ TEST(WalkStepTest, PredictorJumpsIntoThePoolAndFallsBackWhenItIsEmpty) {
   }
   {
     // All of u's estimates <= 0: empty pool, step 5.
-    std::vector<HctNeighbour> flat = world.neighbours[me];
-    for (HctNeighbour& n : flat) {
-      for (uint32_t i = 0; i < world.bins; ++i) StoreF32Le(-0.4f, n.row_bytes + 4 * i);
-    }
+    const std::vector<HctNeighbour> flat = WithEstimatesBelowZero(world, me);
     WalkStepContext empty_pool = c;
     empty_pool.neighbours = flat;
     Walk w(10);
@@ -259,6 +267,86 @@ TEST(WalkStepTest, PredictorJumpsIntoThePoolAndFallsBackWhenItIsEmpty) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->pool_size, 1u);
     EXPECT_EQ(r->destination, world.PoolOf(me, w.At(0), 1).at(0));
+  }
+}
+
+// kNeighbours' candidates for a jump from `me` past u: me's other
+// neighbours in bins where u has neighbours, else all of me's others.
+std::vector<uint32_t> NeighbourCandidates(const WalkWorld& world, uint32_t me, uint32_t u) {
+  std::vector<bool> u_has(world.bins, false);
+  for (uint32_t x : world.adjacency[u]) u_has[world.plan[x]] = true;
+  std::vector<uint32_t> in_bins, all;
+  for (uint32_t w : world.adjacency[me]) {
+    if (w == u) continue;
+    all.push_back(w);
+    if (u_has[world.plan[w]]) in_bins.push_back(w);
+  }
+  return in_bins.empty() ? all : in_bins;
+}
+
+TEST(WalkStepTest, NeighbourPredictorJumpsUniformlyToAnotherNeighbourInUsBins) {
+  const WalkWorld world = WalkWorld::Make(60, 4, 30, 4);
+  Drbg rng;
+  ASSERT_TRUE(rng.SeedDeterministic(kSeed, 3).ok());
+  const uint32_t me = 17;
+  WalkStepContext c = world.Context(me, 1.0);
+  c.predictor = JumpPredictor::kNeighbours;
+  c.tree = nullptr;  // not needed by this predictor
+  std::map<uint32_t, std::map<uint32_t, double>> picks;  // u -> destination -> count
+  std::map<uint32_t, double> per_u;
+  constexpr int kTrials = 20000;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    Walk w(10);
+    Result<WalkStepResult> r = Step(c, w, rng);
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r->hop, WalkHop::kPredicted);
+    const uint32_t u = w.At(0);
+    const std::vector<uint32_t> candidates = NeighbourCandidates(world, me, u);
+    ASSERT_EQ(r->pool_size, candidates.size());
+    ASSERT_NE(std::find(candidates.begin(), candidates.end(), r->destination), candidates.end()) << r->destination;
+    EXPECT_EQ(world.adjacency[me].count(r->destination), 1u);  // a neighbour: its key is already there
+    EXPECT_EQ(w.header.remaining, 8);
+    EXPECT_EQ(w.header.flags, kSelfEncodeFirst);
+    picks[u][r->destination] += 1;
+    per_u[u] += 1;
+  }
+  // Uniform among the candidates, for every u (Pearson over all cells).
+  std::vector<double> observed, expected;
+  for (const auto& [u, counts] : picks) {
+    const std::vector<uint32_t> candidates = NeighbourCandidates(world, me, u);
+    for (uint32_t w : candidates) {
+      observed.push_back(counts.count(w) != 0 ? counts.at(w) : 0.0);
+      expected.push_back(per_u[u] / static_cast<double>(candidates.size()));
+      ASSERT_GE(expected.back(), 5.0);
+    }
+  }
+  const int df = static_cast<int>(observed.size() - picks.size());
+  ASSERT_GT(df, 0);
+  EXPECT_LT(nodefl::testing::ChiSquareStatistic(observed, expected), nodefl::testing::ChiSquareCritical(df));
+  {
+    // u's counts all round to 0: every other neighbour is a candidate.
+    const std::vector<HctNeighbour> flat = WithEstimatesBelowZero(world, me);
+    WalkStepContext unfiltered = c;
+    unfiltered.neighbours = flat;
+    Walk w(10);
+    Result<WalkStepResult> r = Step(unfiltered, w, rng);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->hop, WalkHop::kPredicted);
+    EXPECT_EQ(r->pool_size, world.adjacency[me].size() - 1);
+  }
+  {
+    // A device whose only neighbour is u has nobody to jump to: step 5.
+    const WalkWorld path = WalkWorld::FromGraph(4, 1, {{1, 2}, {2, 3}}, {kAbsentBin, 0, 0, 0}, {1, 2, 3},
+                                                {{0, 1, 1.0f}, {3, 2, 2.0f}});
+    WalkStepContext leaf = path.Context(1, 1.0);
+    leaf.predictor = JumpPredictor::kNeighbours;
+    Walk w(10);
+    Result<WalkStepResult> r = Step(leaf, w, rng);
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->predictor_triggered);
+    EXPECT_EQ(r->pool_size, 0u);
+    EXPECT_EQ(r->hop, WalkHop::kNeighbour);
+    EXPECT_EQ(r->destination, 2u);
   }
 }
 

@@ -106,7 +106,10 @@ void RunWithFaults(EmulatedFleet& f, const Case& c) {
       config.job = "fedwalk";
       auto& o = server::jobs::Options<server::jobs::FedWalkJobConfig>(config);
       o.mode = "paper";
-      o.walks_per_vertex = 4;  // 136 slots: one wave of walks in flight
+      // 272 slots, two waves of 136 in flight: with jumps to neighbours
+      // (no keys fetched) the walks take about 0.2 s on karate, so the kill
+      // 50 ms into them lands mid-phase.
+      o.walks_per_vertex = 8;
       // Ten dead devices' worth of walks end at this deadline: on a graph
       // of 34, few walks of 40 hops avoid three dead nodes, and too few
       // finish for the stall window (recent_latencies.h) to arm.
@@ -398,8 +401,8 @@ const Case kCases[] = {
     // round; the revived get its start and artefacts again.
     {"fedwalk_tree_killed", "fedwalk", "kill=0.1@tree"},
     {"fedwalk_tree_killed_and_revived", "fedwalk", "kill=0.1@tree,revive=1s"},
-    {"fedwalk_walks_killed", "fedwalk", "kill=0.1@walks+100ms"},
-    {"fedwalk_walks_killed_and_revived", "fedwalk", "kill=0.1@walks+100ms,revive=1s"},
+    {"fedwalk_walks_killed", "fedwalk", "kill=0.1@walks+50ms"},
+    {"fedwalk_walks_killed_and_revived", "fedwalk", "kill=0.1@walks+50ms,revive=1s"},
     {"compare_killed", "compare", "kill=0.1@compare"},
     {"compare_killed_and_revived", "compare", "kill=0.1@compare,revive=1s"},
     // One write or read in 30 cuts its connection; the devices resume.

@@ -324,23 +324,62 @@ TEST(RecentLatenciesTest, TheStallWindowIsAFactorOfTheRecent99thPercentileWithin
   EXPECT_EQ(r.P99Us(), 10'000u);
 }
 
-TEST(FedWalkWalkJobTest, DroppedStartsAreReissued) {
+std::vector<uint8_t> DroppedStarts(const std::vector<Issued>& issued) {
+  std::vector<uint8_t> record(4 + 4 * issued.size());
+  StoreU32Le(static_cast<uint32_t>(issued.size()), record.data());
+  for (size_t i = 0; i < issued.size(); ++i) StoreU32Le(issued[i].walk_id, record.data() + 4 + 4 * i);
+  return record;
+}
+
+TEST(FedWalkWalkJobTest, RefusedStartsAreOfferedAgainLaterWithoutCountingAsAttempts) {
   FedWalkWalkOptions o = Options();
   o.walks_per_vertex = 2;
+  o.max_attempts = 1;  // a refusal must not use up the only attempt
+  o.start_retry_ms = 100;
   FedWalkWalkJob job(o, {0});
   (void)job.Begin(0);
   job.OnReport(0, 1, Report(), 1);
   std::vector<Issued> issued = Starts(job.TakeData());
   ASSERT_EQ(issued.size(), 2u);
-  // The device had room for neither.
-  std::vector<uint8_t> record(4 + 8);
-  StoreU32Le(2, record.data());
-  StoreU32Le(issued[0].walk_id, record.data() + 4);
-  StoreU32Le(issued[1].walk_id, record.data() + 8);
-  job.OnUpload(0, 2, static_cast<uint32_t>(fw::WalkRecord::kDroppedStarts), record, 2);
-  EXPECT_EQ(job.summary().lost_dropped, 2u);
-  EXPECT_EQ(job.summary().reissued, 2u);
-  EXPECT_EQ(Starts(job.TakeData()).size(), 2u);  // issued again
+  // The device had room for neither: nothing was encoded, nothing lost.
+  job.OnUpload(0, 2, static_cast<uint32_t>(fw::WalkRecord::kDroppedStarts), DroppedStarts(issued), 1000);
+  EXPECT_EQ(job.summary().start_refusals, 2u);
+  EXPECT_EQ(job.summary().lost_dropped, 0u);
+  EXPECT_EQ(job.summary().reissued, 0u);
+  EXPECT_TRUE(Starts(job.TakeData()).empty());  // not at once: the queue needs time to drain
+  job.Poll(1000 + 99'000);
+  EXPECT_TRUE(Starts(job.TakeData()).empty());
+  job.Poll(1000 + 100'000);
+  issued = Starts(job.TakeData());
+  ASSERT_EQ(issued.size(), 2u);
+  for (const Issued& i : issued) {
+    job.OnUpload(0, 2, kResult, ResultRecord(i.walk_id, fw::WalkOutcome::kComplete, 3, {1, 2, 3, 4}), 200'000);
+  }
+  EXPECT_EQ(job.summary().completed, 2u);
+  EXPECT_EQ(job.summary().issued, 4u);
+  EXPECT_EQ(job.summary().lost, 0u);
+}
+
+TEST(FedWalkWalkJobTest, ASlotRefusedTooOftenIsLost) {
+  FedWalkWalkOptions o = Options();
+  o.walks_per_vertex = 1;
+  o.start_retry_ms = 1;
+  o.max_start_refusals = 3;
+  FedWalkWalkJob job(o, {0});
+  (void)job.Begin(0);
+  job.OnReport(0, 1, Report(), 1);
+  uint64_t now = 10;
+  for (int refusal = 0; refusal < 4; ++refusal) {
+    const std::vector<Issued> issued = Starts(job.TakeData());
+    ASSERT_EQ(issued.size(), 1u) << refusal;
+    job.OnUpload(0, 2, static_cast<uint32_t>(fw::WalkRecord::kDroppedStarts), DroppedStarts(issued), now);
+    now += 1000;
+    job.Poll(now);
+  }
+  EXPECT_TRUE(Starts(job.TakeData()).empty());
+  EXPECT_EQ(job.summary().start_refusals, 4u);
+  EXPECT_EQ(job.summary().lost, 1u);
+  EXPECT_EQ(job.summary().lost_dropped, 1u);  // the cause, as for any lost slot
 }
 
 TEST(FedWalkWalkJobTest, MalformedResultsAreCountedNotTrusted) {

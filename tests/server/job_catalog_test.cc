@@ -114,6 +114,8 @@ TEST(JobCatalog, RangesComeFromTheContract) {
       {[](ServerConfig& c) { Options<NeighbourEchoJobConfig>(c).payload_bytes = echo::kEchoHeaderBytes - 1; },
        "job_payload_bytes"},
       {[](ServerConfig& c) { Options<FedWalkJobConfig>(c).mode = "loose"; }, "fedwalk_mode: 'loose'"},
+      {[](ServerConfig& c) { Options<FedWalkJobConfig>(c).predictor = "oracle"; },
+       "fedwalk_predictor: 'oracle' is not tree or neighbours"},
       {[](ServerConfig& c) { Options<SecureCompareJobConfig>(c).mode = "fast"; }, "compare_mode: 'fast'"},
   };
   for (const Case& c : cases) {

@@ -18,7 +18,7 @@ constexpr uint32_t kMaxOutstandingKeyRequests = NODEFL_MAX_OUTSTANDING_KEY_REQUE
 bool SameParameters(const WalkParameters& a, const WalkParameters& b) {
   return a.mode == b.mode && a.length == b.length && a.p == b.p && a.epsilon == b.epsilon &&
          a.epsilon_per_encoding == b.epsilon_per_encoding && a.max_pending_walks == b.max_pending_walks &&
-         std::memcmp(a.salt, b.salt, sizeof(a.salt)) == 0;
+         a.predictor == b.predictor && std::memcmp(a.salt, b.salt, sizeof(a.salt)) == 0;
 }
 
 }  // namespace
@@ -134,6 +134,7 @@ Status FedWalkWalkRole::StartJob(uint64_t job_id, const WalkParameters& params, 
   last_report_round_ = 0;
   resend_report_ = false;
   context_.p = params.p;
+  context_.predictor = params.predictor;
   // Slots are cut for this job's longest walk.
   const size_t slot_bytes = WalkSlotBytes(params.length);
   queue_.Bind(storage_.slots, storage_.slot_memory, slot_bytes, params.max_pending_walks);

@@ -23,18 +23,48 @@ Span<const CodebookEntry> RowOf(const WalkStepContext& c, const HctNeighbour& n)
   return c.codebook_pool.subspan(n.codebook_offset, n.codebook_count);
 }
 
-// The predictor (step 4): u' drawn from u's pool, or kNone if the pool is
-// empty or the device has no tree.
-Result<uint32_t> Predict(const WalkStepContext& c, const HctNeighbour& u, Drbg& rng, Span<uint32_t> pool,
-                         uint32_t* pool_size) {
-  *pool_size = 0;
+// kTree's pool: the vertices nearest u in the HCT, by u's bin quotas.
+size_t TreePool(const WalkStepContext& c, const HctNeighbour& u, Span<uint32_t> pool) {
   const size_t bins = c.bin_sizes.size();
-  if (c.tree == nullptr || c.tree->empty() || bins == 0 || bins > kMaxBins || !u.in_dictionary) {
-    return TreeIndex::kNone;
-  }
+  if (c.tree == nullptr || c.tree->empty() || bins == 0 || bins > kMaxBins || !u.in_dictionary) return 0;
   uint32_t quotas[kMaxBins] = {};
   PoolQuotas(ConstByteSpan(u.row_bytes, 4 * bins), c.bin_sizes, Span<uint32_t>(quotas, bins));
-  const size_t n = NearestInBins(*c.tree, c.bin_plan, u.id, c.own_id, Span<const uint32_t>(quotas, bins), pool);
+  return NearestInBins(*c.tree, c.bin_plan, u.id, c.own_id, Span<const uint32_t>(quotas, bins), pool);
+}
+
+// kNeighbours' pool: the walk neighbours other than u, those in bins where
+// u's noised counts round to neighbours (a bin where they round to none
+// holds few or none of them), else all of them. Bins are a random
+// numbering of the vertices, so the filter tells little beyond low-degree
+// u's; what makes a candidate a true 2-hop neighbour is a triangle through
+// this device and u. A candidate that closes none is still one hop from u
+// through this device, where the paper's predictor mostly lands farther.
+size_t NeighbourPool(const WalkStepContext& c, const HctNeighbour& u, Span<uint32_t> pool) {
+  const size_t bins = c.bin_sizes.size();
+  uint32_t quotas[kMaxBins] = {};
+  const bool filter = u.in_dictionary && bins > 0 && bins <= kMaxBins && !c.bin_plan.empty();
+  if (filter) PoolQuotas(ConstByteSpan(u.row_bytes, 4 * bins), c.bin_sizes, Span<uint32_t>(quotas, bins));
+  for (int pass = filter ? 0 : 1; pass < 2; ++pass) {
+    size_t n = 0;
+    for (const HctNeighbour& w : c.neighbours) {
+      if (!w.has_codebook_row || w.id == u.id) continue;
+      if (pass == 0) {
+        const uint8_t bin = w.id < c.bin_plan.size() ? c.bin_plan[w.id] : kAbsentBin;
+        if (bin >= bins || quotas[bin] == 0) continue;
+      }
+      if (n == pool.size()) break;
+      pool[n++] = w.id;
+    }
+    if (n > 0) return n;
+  }
+  return 0;
+}
+
+// The predictor (step 4): u' drawn uniformly from the pool, or kNone if
+// the pool is empty.
+Result<uint32_t> Predict(const WalkStepContext& c, const HctNeighbour& u, Drbg& rng, Span<uint32_t> pool,
+                         uint32_t* pool_size) {
+  const size_t n = c.predictor == JumpPredictor::kNeighbours ? NeighbourPool(c, u, pool) : TreePool(c, u, pool);
   *pool_size = static_cast<uint32_t>(n);
   if (n == 0) return TreeIndex::kNone;
   const uint64_t pick = rng.UniformBelow(n);

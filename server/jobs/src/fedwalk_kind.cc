@@ -25,7 +25,7 @@ static_assert(contract::kMaxBins == 16 && contract::kMinBuckets == 2 && contract
                   contract::kMaxWalkLength == 1000 && contract::kMaxClusters == 65535,
               "update the fedwalk keys' help");
 
-constexpr std::array<OptionSpec<C>, 26> kSpecs = {{
+constexpr std::array<OptionSpec<C>, 27> kSpecs = {{
     {"fedwalk_mode", &C::mode, "fedwalk-hct privacy mode: strict (edge-DP uploads) or paper (the paper's exact M_v)"},
     {"fedwalk_bins", &C::bins, "fedwalk-hct bins k (0 = floor(ln |V|), at most 16)"},
     {"fedwalk_buckets", &C::buckets, "fedwalk-hct strict histogram buckets per bin (2..24)"},
@@ -43,6 +43,9 @@ constexpr std::array<OptionSpec<C>, 26> kSpecs = {{
     {"fedwalk_walk_length", &C::walk_length, "fedwalk walk length l (2..1000)"},
     {"fedwalk_walks_per_vertex", &C::walks_per_vertex, "fedwalk walks started per vertex (gamma)"},
     {"fedwalk_p", &C::p, "fedwalk 2-hop predictor probability p (0..1)"},
+    {"fedwalk_predictor", &C::predictor,
+     "fedwalk: where a 2-hop jump goes, neighbours (one of the device's other neighbours: no stranger's "
+     "key, messages only along edges) or tree (the paper's: near the skipped neighbour in the HCT)"},
     {"fedwalk_walks_in_flight", &C::walks_in_flight, "fedwalk walks in flight at once (0 = 4 per device)"},
     {"fedwalk_walk_timeout_ms", &C::walk_timeout_ms, "fedwalk: a walk without a result by then is lost"},
     {"fedwalk_walk_stall_factor", &C::walk_stall_factor,
@@ -103,6 +106,9 @@ std::string Validate(const C& c, const ServerConfig&) {
   }
   if (c.walks_per_vertex == 0) return fail("fedwalk_walks_per_vertex", "must be at least 1");
   if (!(c.p >= 0 && c.p <= 1)) return fail("fedwalk_p", "must be a number in 0..1");
+  if (!contract::ParseJumpPredictor(c.predictor.c_str()).ok()) {
+    return fail("fedwalk_predictor", "'" + c.predictor + "' is not tree or neighbours");
+  }
   if (c.walk_timeout_ms == 0) return fail("fedwalk_walk_timeout_ms", "must be at least 1");
   if (c.dim == 0 || c.dim > 4096) return fail("fedwalk_dim", "must be 1..4096");
   if (c.window == 0) return fail("fedwalk_window", "must be at least 1");
@@ -184,6 +190,7 @@ std::unique_ptr<Job> MakeWalks(const ServerConfig& config, uint64_t job_id, cons
   options.params.mode = hct.mode;
   options.params.length = static_cast<uint16_t>(c.walk_length);
   options.params.p = c.p;
+  options.params.predictor = contract::ParseJumpPredictor(c.predictor.c_str()).value_or(contract::JumpPredictor::kTree);
   options.params.epsilon = c.epsilon_walk;
   options.params.epsilon_per_encoding = hct.epsilon_per_encoding;
   // A cap only: each device holds as many walks as its own memory allows

@@ -127,6 +127,10 @@ std::vector<RoundStart> FedWalkWalkJob::StartWalkRound(uint64_t now_us) {
 }
 
 void FedWalkWalkJob::IssueWalks(uint64_t now_us) {
+  while (!refused_starts_.empty() && refused_starts_.front().retry_at_us <= now_us) {
+    ready_slots_.push_back(refused_starts_.front().slot);
+    refused_starts_.pop_front();
+  }
   while (!ready_slots_.empty() && in_flight_.size() < options_.max_in_flight) {
     const uint32_t slot_index = ready_slots_.front();
     ready_slots_.pop_front();
@@ -182,6 +186,22 @@ void FedWalkWalkJob::LoseIssue(uint32_t walk_id, uint64_t now_us, uint64_t* reas
   }
 }
 
+void FedWalkWalkJob::RefuseStart(uint32_t walk_id, uint64_t now_us) {
+  auto it = in_flight_.find(walk_id);
+  if (it == in_flight_.end()) return;
+  const uint32_t slot_index = it->second.slot;
+  in_flight_.erase(it);
+  Slot& slot = slots_[slot_index];
+  --slot.attempts;  // nothing was encoded: the issue does not count
+  ++summary_.start_refusals;
+  if (++slot.refusals > options_.max_start_refusals) {
+    ++summary_.lost_dropped;
+    CloseSlot(slot_index, /*lost=*/true);
+    return;
+  }
+  refused_starts_.push_back(RefusedStart{slot_index, now_us + uint64_t{options_.start_retry_ms} * 1000});
+}
+
 void FedWalkWalkJob::OnUndeliverable(uint32_t device, uint64_t now_us) {
   // Rounds 1 and 3 wait for reports: one that cannot come is a miss now,
   // not at the round's deadline.
@@ -214,7 +234,7 @@ std::vector<RoundStart> FedWalkWalkJob::OnUpload(uint32_t device, uint32_t round
     for (uint32_t i = 0; i < *count; ++i) {
       const uint32_t walk_id = LoadU32Le(bytes.data() + 4 + 4 * size_t{i});
       if (in_flight_.count(walk_id) != 0) {
-        LoseIssue(walk_id, now_us, &summary_.lost_dropped);
+        RefuseStart(walk_id, now_us);
       } else {
         ++summary_.bad_results;
       }
@@ -484,6 +504,7 @@ void FedWalkWalkJob::LogSummary(Logger& log, uint64_t job_id) const {
                             {"lost_dropped", s.lost_dropped},
                             {"lost_deadline", s.lost_deadline},
                             {"lost_stalled", s.lost_stalled},
+                            {"start_refusals", s.start_refusals},
                             {"stall_window_s", s.stall_window_s},
                             {"late_results", s.late_results},
                             {"bad_results", s.bad_results},
@@ -491,6 +512,7 @@ void FedWalkWalkJob::LogSummary(Logger& log, uint64_t job_id) const {
                             {"messages_per_walk", s.hops_mean},
                             {"messages_per_walk_stderr", s.hops_stderr},
                             {"theorem_4_2", s.theorem42},
+                            {"predictor", nodefl::fedwalk::JumpPredictorName(options_.params.predictor)},
                             {"seconds_keys", s.seconds_keys},
                             {"seconds_walks", s.seconds_walks},
                             {"seconds_training", s.seconds_training},

@@ -145,6 +145,7 @@ TEST(WalkSimulationTest, WithTheExactEncoderOnlyJumpsLeaveTheEdges) {
   const Graph g = Karate();
   WalkSimulationOptions o = Small(20, 0.2);
   o.exact_encoder = true;
+  o.predictor = fw::JumpPredictor::kTree;
   const WalkSimulationResult r = Simulate(g, o);
   const WalkSimulationStats& s = r.stats;
   EXPECT_EQ(s.neighbour_substitutions + s.self_substitutions, 0u);
@@ -159,12 +160,29 @@ TEST(WalkSimulationTest, OraclePredictorLandsOnTrueNeighbours) {
   const Graph g = Karate();
   WalkSimulationOptions o = Small(20, 0.2);
   o.exact_encoder = true;
+  o.predictor = fw::JumpPredictor::kTree;
   o.oracle_predictor = true;
   const WalkSimulationResult r = Simulate(g, o);
   EXPECT_GT(r.stats.predicted_hops, 0u);
   EXPECT_EQ(r.stats.jump_vs_skipped.edge, r.stats.predicted_hops);
   // Entries are then a true random walk that skipped some devices.
   EXPECT_EQ(r.stats.consecutive.edge, r.stats.consecutive.total());
+}
+
+TEST(WalkSimulationTest, NeighbourPredictorJumpsAlongEdges) {
+  const Graph g = Karate();
+  WalkSimulationOptions o = Small(20, 0.2);
+  o.exact_encoder = true;
+  o.predictor = fw::JumpPredictor::kNeighbours;
+  const WalkSimulationResult r = Simulate(g, o);
+  EXPECT_GT(r.stats.predicted_hops, 0u);
+  // Every jump goes to a neighbour of the device that jumped, never back
+  // to the skipped u; karate's triangles make many of them true 2-hop
+  // steps, and the rest are two hops from u through the jumping device.
+  EXPECT_EQ(r.stats.jump_vs_previous.edge, r.stats.predicted_hops);
+  EXPECT_EQ(r.stats.jump_vs_skipped.same, 0u);
+  EXPECT_GT(r.stats.jump_vs_skipped.edge, r.stats.predicted_hops / 4);
+  EXPECT_EQ(r.stats.jump_vs_skipped.edge + r.stats.jump_vs_skipped.two_hop, r.stats.predicted_hops);
 }
 
 // Substitutions only where the codebook allows them, as often as it says:
@@ -225,8 +243,9 @@ TEST(WalkSimulationTest, SubstitutionsMatchTheCodebook) {
   EXPECT_NEAR(observed, expected, 6 * std::sqrt(expected)) << "expected " << expected;
 }
 
-void ExpectTheorem42(const Graph& g, uint32_t gamma) {
-  const WalkSimulationOptions o = Small(gamma, 0.2);
+void ExpectTheorem42(const Graph& g, uint32_t gamma, fw::JumpPredictor predictor) {
+  WalkSimulationOptions o = Small(gamma, 0.2);
+  o.predictor = predictor;
   const WalkSimulationResult r = Simulate(g, o);
   const WalkSimulationStats& s = r.stats;
   ASSERT_GT(s.messages_stderr, 0.0);
@@ -239,8 +258,11 @@ void ExpectTheorem42(const Graph& g, uint32_t gamma) {
 }
 
 TEST(WalkSimulationTest, MessagesPerWalkFollowTheorem42) {
-  ExpectTheorem42(Karate(), 80);
-  ExpectTheorem42(CirculantWithIsolatedVertex(60), 40);
+  for (const fw::JumpPredictor predictor : {fw::JumpPredictor::kTree, fw::JumpPredictor::kNeighbours}) {
+    SCOPED_TRACE(fw::JumpPredictorName(predictor));
+    ExpectTheorem42(Karate(), 80, predictor);
+    ExpectTheorem42(CirculantWithIsolatedVertex(60), 40, predictor);
+  }
 }
 
 TEST(WalkSimulationTest, SameSeedSameCorpusWhateverTheThreads) {

@@ -9,9 +9,10 @@
 namespace nodefl::fedwalk {
 namespace {
 
-constexpr size_t kReservedParameterBytes = 8;
+constexpr size_t kReservedParameterBytes = 7;
 constexpr size_t kSaltOffset = 32;
-static_assert(kSaltOffset + sizeof(WalkParameters::salt) + kReservedParameterBytes == kWalkParametersBytes,
+constexpr size_t kPredictorOffset = kSaltOffset + sizeof(WalkParameters::salt);
+static_assert(kPredictorOffset + 1 + kReservedParameterBytes == kWalkParametersBytes,
               "the parameter layout must add up to kWalkParametersBytes");
 static_assert(4 + kMaxStartWalksPerRecord * kStartWalkEntryBytes <= kMaxJobDataBytes,
               "a full kStartWalks record must fit in one JobData");
@@ -34,13 +35,32 @@ Result<uint32_t> CountedRecord(ConstByteSpan record, size_t entry_bytes) {
 
 // ---- Parameters ----------------------------------------------------------------
 
+const char* JumpPredictorName(JumpPredictor predictor) {
+  switch (predictor) {
+    case JumpPredictor::kTree:
+      return "tree";
+    case JumpPredictor::kNeighbours:
+      return "neighbours";
+  }
+  return "?";
+}
+
+Result<JumpPredictor> ParseJumpPredictor(const char* name) {
+  if (name == nullptr) return Status::InvalidArgument();
+  for (uint8_t v = 0; v <= kMaxJumpPredictor; ++v) {
+    const auto p = static_cast<JumpPredictor>(v);
+    if (std::strcmp(name, JumpPredictorName(p)) == 0) return p;
+  }
+  return Status::InvalidArgument();
+}
+
 Status CheckWalkParameters(const WalkParameters& w) {
   const bool mode_ok = w.mode == PrivacyMode::kStrict || w.mode == PrivacyMode::kPaper;
   auto eps_ok = [](double e) { return std::isfinite(e) && e > 0; };
   // `!(p >= 0 && p <= 1)` also refuses NaN.
   if (!mode_ok || w.length < 2 || w.length > kMaxWalkLength || !(w.p >= 0.0 && w.p <= 1.0) ||
       !eps_ok(w.epsilon) || !eps_ok(w.epsilon_per_encoding) || w.max_pending_walks < 1 ||
-      w.max_pending_walks > kMaxPendingWalks) {
+      w.max_pending_walks > kMaxPendingWalks || static_cast<uint8_t>(w.predictor) > kMaxJumpPredictor) {
     return Status::InvalidArgument();
   }
   return Status::Ok();
@@ -58,7 +78,8 @@ Status EncodeWalkParameters(const WalkParameters& w, ByteSpan out) {
   StoreF64Le(w.epsilon, o + 16);
   StoreF64Le(w.epsilon_per_encoding, o + 24);
   std::memcpy(o + kSaltOffset, w.salt, sizeof(w.salt));
-  std::memset(o + kSaltOffset + sizeof(w.salt), 0, kReservedParameterBytes);
+  o[kPredictorOffset] = static_cast<uint8_t>(w.predictor);
+  std::memset(o + kPredictorOffset + 1, 0, kReservedParameterBytes);
   return Status::Ok();
 }
 
@@ -77,6 +98,8 @@ Result<WalkParameters> DecodeWalkParameters(ConstByteSpan bytes) {
   w.epsilon = LoadF64Le(in + 16);
   w.epsilon_per_encoding = LoadF64Le(in + 24);
   std::memcpy(w.salt, in + kSaltOffset, sizeof(w.salt));
+  if (in[kPredictorOffset] > kMaxJumpPredictor) return Status::InvalidArgument();
+  w.predictor = static_cast<JumpPredictor>(in[kPredictorOffset]);
   NODEFL_TRY(CheckWalkParameters(w));
   return w;
 }

@@ -61,8 +61,11 @@ void Usage(std::FILE* out) {
                "                       spare of 1024, as the emulator sizes it (default 8); 0 =\n"
                "                       room for every row\n"
                "  --exact-encoder      ablation: Enc(x) = x (the identity codebook replaces Eq. 12's)\n"
+               "  --predictor P        where a 2-hop jump goes: tree (the paper's: near the skipped\n"
+               "                       neighbour in the HCT) or neighbours (one of the device's own\n"
+               "                       other neighbours) (default neighbours, the job's)\n"
                "  --oracle-predictor   ablation: a 2-hop jump lands on a uniform true neighbour of\n"
-               "                       the skipped vertex instead of the tree's pick\n"
+               "                       the skipped vertex instead of the predictor's pick\n"
                "  --seed S             seed of the bin plan, the devices' noise and DRBGs, the walk\n"
                "                       order and training (default 1)\n"
                "  --threads T          worker threads, 0 = all hardware threads (default 2)\n"
@@ -87,6 +90,10 @@ bool Parse(int argc, char** argv, Options* o) {
       .Value("--codebook-k", cli::Whole(&o->sim.codebook_k, 1, nodefl::fedwalk::kMaxCodebookK))
       .Value("--codebook-capacity", cli::Whole(&o->sim.codebook_entries_per_neighbour, 0, 1u << 20))
       .Switch("--exact-encoder", [o] { o->sim.exact_encoder = true; })
+      .Value("--predictor", cli::OneOf({"tree", "neighbours"},
+                                       [o](const std::string& v) {
+                                         o->sim.predictor = *nodefl::fedwalk::ParseJumpPredictor(v.c_str());
+                                       }))
       .Switch("--oracle-predictor", [o] { o->sim.oracle_predictor = true; })
       .Value("--seed", cli::Whole(&o->sim.seed, 0, UINT64_MAX))
       .Value("--threads", cli::Whole(&o->sim.threads, 0, 1024))
@@ -128,11 +135,11 @@ void PrintClassShares(const char* what, const DistanceCounts& c) {
 void PrintStatistics(const Options& o, const nodefl::dataset::Graph& g, const WalkSimulationStats& s) {
   const WalkSimulationOptions& x = o.sim;
   std::printf("dataset=%s nodes=%u edges=%llu bins=%u codebook_k=%u epsilon=%g gamma=%u length=%u p=%g "
-              "exact_encoder=%d oracle_predictor=%d seed=%llu walks=%llu completed=%llu dead_ends=%llu dropped=%llu "
+              "predictor=%s exact_encoder=%d oracle_predictor=%d seed=%llu walks=%llu completed=%llu dead_ends=%llu dropped=%llu "
               "tokens=%llu neighbour_hops=%llu predicted_hops=%llu empty_pool_hops=%llu pool_entries=%llu "
               "neighbour_encodings=%llu neighbour_substitutions=%llu self_encodings=%llu self_substitutions=%llu",
               g.name.c_str(), g.num_nodes, U(g.num_edges), s.bins, x.codebook_k, o.epsilon, x.walks_per_vertex,
-              x.walk_length, x.p, x.exact_encoder ? 1 : 0, x.oracle_predictor ? 1 : 0, U(x.seed), U(s.walks),
+              x.walk_length, x.p, nodefl::fedwalk::JumpPredictorName(x.predictor), x.exact_encoder ? 1 : 0, x.oracle_predictor ? 1 : 0, U(x.seed), U(s.walks),
               U(s.completed), U(s.dead_ends), U(s.dropped), U(s.tokens), U(s.neighbour_hops), U(s.predicted_hops),
               U(s.empty_pool_hops), U(s.pool_entries), U(s.neighbour_encodings), U(s.neighbour_substitutions),
               U(s.self_encodings), U(s.self_substitutions));
@@ -177,9 +184,9 @@ int main(int argc, char** argv) {
   }
   const nodefl::dataset::Graph& g = loaded.graph;
   const std::vector<std::vector<uint32_t>> neighbours = nodefl::dataset::NeighbourLists(g);
-  std::fprintf(stderr, "%s: %s, %u nodes, %llu edges; gamma %u, l %u, p %g, epsilon %g%s%s, %u threads\n", kTool,
-               g.name.c_str(), g.num_nodes, U(g.num_edges), o.sim.walks_per_vertex, o.sim.walk_length, o.sim.p,
-               o.epsilon, o.sim.exact_encoder ? ", exact encoder" : "",
+  std::fprintf(stderr, "%s: %s, %u nodes, %llu edges; gamma %u, l %u, p %g, %s predictor, epsilon %g%s%s, %u threads\n",
+               kTool, g.name.c_str(), g.num_nodes, U(g.num_edges), o.sim.walks_per_vertex, o.sim.walk_length, o.sim.p,
+               nodefl::fedwalk::JumpPredictorName(o.sim.predictor), o.epsilon, o.sim.exact_encoder ? ", exact encoder" : "",
                o.sim.oracle_predictor ? ", oracle predictor" : "", o.sim.threads);
 
   // Progress on stderr every 5 s while the simulation runs.

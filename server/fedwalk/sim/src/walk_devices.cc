@@ -62,8 +62,8 @@ std::string SimulatedDevices::BuildShared(const HctArtefacts& a) {
 }
 
 std::string SimulatedDevices::Build(const std::vector<std::vector<uint32_t>>& neighbours, const HctArtefacts& a,
-                                    DevicePoolSizing sizing, double p, unsigned threads,
-                                    std::atomic<uint64_t>* done) {
+                                    DevicePoolSizing sizing, double p, fw::JumpPredictor predictor,
+                                    unsigned threads, std::atomic<uint64_t>* done) {
   const uint32_t n = a.vertex_count;
   if (neighbours.size() != n) return "the graph and the artefacts disagree on the vertex count";
   if (std::string error = BuildShared(a); !error.empty()) return error;
@@ -124,6 +124,7 @@ std::string SimulatedDevices::Build(const std::vector<std::vector<uint32_t>>& ne
         c.bin_sizes = Span<const uint32_t>(bin_sizes_);
       }
       c.p = p;
+      c.predictor = predictor;
     }
     if (done != nullptr) done->fetch_add(end - begin);
   });

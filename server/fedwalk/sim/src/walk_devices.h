@@ -52,7 +52,8 @@ class SimulatedDevices {
   // Empty on success, else what went wrong (an artefact a device would
   // reject). `done` (may be null) counts devices built.
   std::string Build(const std::vector<std::vector<uint32_t>>& neighbours, const HctArtefacts& artefacts,
-                    DevicePoolSizing sizing, double p, unsigned threads, std::atomic<uint64_t>* done);
+                    DevicePoolSizing sizing, double p, nodefl::fedwalk::JumpPredictor predictor, unsigned threads,
+                    std::atomic<uint64_t>* done);
 
   const nodefl::fedwalk::WalkStepContext& context(uint32_t v) const { return contexts_[v]; }
   uint32_t vertex_count() const { return static_cast<uint32_t>(contexts_.size()); }

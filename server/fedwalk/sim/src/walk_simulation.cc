@@ -219,7 +219,7 @@ WalkSimulationResult SimulateWalks(const std::vector<std::vector<uint32_t>>& nei
   s.codebook_bytes = artefacts.codebook.size();
   walk_sim::SimulatedDevices devices;
   const walk_sim::DevicePoolSizing sizing{options.codebook_entries_per_neighbour, options.codebook_spare_entries};
-  if (std::string error = devices.Build(neighbours, artefacts, sizing, options.p, threads,
+  if (std::string error = devices.Build(neighbours, artefacts, sizing, options.p, options.predictor, threads,
                                         progress != nullptr ? &progress->done : nullptr);
       !error.empty()) {
     out.error = "devices: " + error;

@@ -8,7 +8,14 @@
 // Draw order (fixed, so a replica with the same DRBG stream reproduces a
 // step): [Enc(w) if kSelfEncodeFirst], neighbour index, Enc(u),
 // [predictor coin if remaining > 2], [pool index if the coin came up and
-// the pool is not empty]. Every Enc() is SampleCodebookRow on a codebook
+// the pool is not empty]. The pool is the predictor's candidates:
+//   kTree        NearestInBins (tree_index.h): the vertices nearest u in
+//                the HCT, round(max(c_u[i], 0)) from each bin i;
+//   kNeighbours  the device's walk neighbours other than u (id order) in
+//                bins where that quota is not 0; all of them if none is.
+// An empty pool (kTree without a tree or with u outside it; kNeighbours
+// on a device whose only walk neighbour is u) means no jump: the walk
+// goes on to u. Every Enc() is SampleCodebookRow on a codebook
 // row (own row for Enc(w), u's row for Enc(u)) and is counted in
 // WalkStepResult::encodings: each is one ε release the caller must record
 // before the walk leaves the device.
@@ -47,6 +54,10 @@ struct WalkStepContext {
   ConstByteSpan bin_plan;
   Span<const uint32_t> bin_sizes;
   double p = 0.0;
+  // Where a jump goes. kTree needs the tree, bin_plan and bin_sizes;
+  // kNeighbours uses bin_plan and bin_sizes when given (without them every
+  // other neighbour is a candidate).
+  JumpPredictor predictor = JumpPredictor::kTree;
 };
 
 uint32_t CountWalkNeighbours(Span<const HctNeighbour> neighbours);

@@ -57,6 +57,22 @@ inline constexpr uint16_t kPhaseWalks = 3;  // ledger phase of the encodings
 
 inline constexpr uint32_t kMaxWalkLength = 1000;
 
+// Where a walk's 2-hop jump goes (walk_step.h, step 4).
+enum class JumpPredictor : uint8_t {
+  // FedWalk Alg. 1 step 4: a vertex near u in the HCT, as many per bin as
+  // u's noised neighbour counts say (the paper's predictor).
+  kTree = 0,
+  // One of the device's own neighbours other than u, in a bin where u's
+  // noised counts say u has neighbours: a true 2-hop neighbour whenever it
+  // closes a triangle, and one hop from u through this device otherwise.
+  kNeighbours = 1,
+};
+inline constexpr uint8_t kMaxJumpPredictor = 1;
+// "tree", "neighbours" (options and summaries); "?" for an unknown value.
+const char* JumpPredictorName(JumpPredictor predictor);
+// kInvalidArgument for a name other than those.
+Result<JumpPredictor> ParseJumpPredictor(const char* name);
+
 // JobStart.parameters of round 1.
 struct WalkParameters {
   PrivacyMode mode = kDefaultPrivacyMode;  // the codebook's mode, for the ledger
@@ -69,15 +85,20 @@ struct WalkParameters {
   double epsilon_per_encoding = 0.0;
   uint32_t max_pending_walks = 32;    // walks a device may hold waiting for a key
   uint8_t salt[16] = {};              // public job salt for the job keys
+  JumpPredictor predictor = JumpPredictor::kTree;
 };
 // Layout (56 bytes): u8 version (kWalkParametersVersion), u8 mode, u16 l,
 // u32 max_pending_walks, f64 p, f64 epsilon, f64 epsilon_per_encoding,
-// salt (16 bytes), 8 reserved bytes (zero).
+// salt (16 bytes), u8 predictor, 7 reserved bytes (zero). The predictor
+// byte was reserved before it was defined: kTree (0) encodes as before,
+// and a device that predates it refuses any other (non-zero reserved
+// byte) instead of jumping the wrong way.
 inline constexpr size_t kWalkParametersBytes = 56;
 inline constexpr uint8_t kWalkParametersVersion = 1;
 inline constexpr uint32_t kMaxPendingWalks = 1024;
 // Ranges: mode known; 2 <= length <= kMaxWalkLength; 0 <= p <= 1; both
-// epsilons finite and > 0; 1 <= max_pending_walks <= kMaxPendingWalks.
+// epsilons finite and > 0; 1 <= max_pending_walks <= kMaxPendingWalks;
+// predictor known.
 Status CheckWalkParameters(const WalkParameters& params);
 // kInvalidArgument for `out` shorter than kWalkParametersBytes or a field
 // out of range.

@@ -35,6 +35,9 @@ struct FedWalkJobConfig {
   uint32_t walk_length = 40;       // l
   uint32_t walks_per_vertex = 80;  // gamma
   double p = 0.2;                  // 2-hop predictor probability
+  // Where a 2-hop jump goes: neighbours (one of the device's other
+  // neighbours; docs/fedwalk.md, "Where a jump goes") or tree (the paper's).
+  std::string predictor = "neighbours";
   uint32_t walks_in_flight = 0;    // 0: 4 per device
   uint32_t walk_timeout_ms = 300000;
   uint32_t walk_stall_factor = 8;       // FedWalkWalkOptions::stall_factor

@@ -15,6 +15,9 @@
 //     entries: a device without neighbours), or lost with a reason (the
 //     start device offline, dropped by a device, no result before the
 //     walk deadline). A lost walk is issued again, up to max_attempts;
+//     a start the device had no room for (kDroppedStarts: nothing was
+//     encoded) is not a loss: it is offered again after start_retry_ms,
+//     up to max_start_refusals times, without counting as an attempt;
 //     nothing disappears without being counted.
 //   round 3 (report): devices report their ledger (encodings, ε).
 //   training: SkipGram on the encoded walks (worker threads); the
@@ -57,6 +60,11 @@ struct FedWalkWalkOptions {
   uint32_t stall_factor = 8;
   uint32_t stall_floor_ms = 10'000;
   uint32_t max_attempts = 2;               // issues per walk slot, first included
+  // A start refused for room waits this long before it is offered again
+  // (the device's queue drains meanwhile), and a slot refused this many
+  // times is lost (lost_dropped).
+  uint32_t start_retry_ms = 100;
+  uint32_t max_start_refusals = 64;
   uint32_t round_deadline_ms = 300'000;    // rounds 1 and 3
   // SkipGram (Sec. 4.4): word2vec-style skip-gram with negative sampling.
   uint32_t dim = 128;
@@ -84,6 +92,7 @@ struct WalkSummary {
   uint64_t reissued = 0;
   uint64_t lost_offline = 0, lost_dropped = 0, lost_deadline = 0;  // per issue
   uint64_t lost_stalled = 0;   // per issue: past the stall window (FedWalkWalkOptions::stall_factor)
+  uint64_t start_refusals = 0; // starts a device had no room for, offered again later (not losses)
   double stall_window_s = 0;   // the last stall window applied (0: none yet)
   uint64_t late_results = 0;   // results for a walk already counted lost
   uint64_t bad_results = 0;    // malformed or unknown walk ids
@@ -142,6 +151,7 @@ class FedWalkWalkJob final : public Job {
     uint32_t start = 0;
     uint8_t attempts = 0;
     bool done = false;
+    uint16_t refusals = 0;  // starts refused for room
   };
   struct InFlight {
     uint32_t slot = 0;
@@ -152,6 +162,8 @@ class FedWalkWalkJob final : public Job {
   std::vector<RoundStart> StartReportRound(uint64_t now_us);
   void IssueWalks(uint64_t now_us);
   void LoseIssue(uint32_t walk_id, uint64_t now_us, uint64_t* reason_counter);
+  // A start the device had no room for: offered again later (FedWalkWalkOptions::start_retry_ms).
+  void RefuseStart(uint32_t walk_id, uint64_t now_us);
   void CloseSlot(uint32_t slot, bool lost);
   void StartTraining(uint64_t now_us);
   void RunTraining();
@@ -172,6 +184,11 @@ class FedWalkWalkJob final : public Job {
 
   std::vector<Slot> slots_;
   std::deque<uint32_t> ready_slots_;                 // to issue (first issues and re-issues)
+  struct RefusedStart {
+    uint32_t slot = 0;
+    uint64_t retry_at_us = 0;
+  };
+  std::deque<RefusedStart> refused_starts_;          // in refusal order, so retry times ascend
   std::unordered_map<uint32_t, InFlight> in_flight_;  // by walk id
   std::deque<uint32_t> in_flight_order_;             // walk ids in issue order, for timeouts
   uint32_t next_walk_id_ = 1;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "nodefl/protocol/fedwalk/walk_format.h"
 #include "nodefl/server/fedwalk/hct/linkage.h"
 #include "nodefl/server/fedwalk/pipeline/hct_pipeline.h"
 #include "nodefl/server/fedwalk/skipgram/walk_corpus.h"
@@ -50,12 +51,13 @@ struct WalkSimulationOptions {
 
   // The walks (FedWalkJobConfig defaults): γ per vertex in γ rounds over
   // the vertices in a fresh random order, l entries each, predictor
-  // probability p.
+  // probability p, jumps to the predictor's pick (kTree: the paper's).
   uint32_t walks_per_vertex = 80;
   uint32_t walk_length = 40;
   double p = 0.2;
+  nodefl::fedwalk::JumpPredictor predictor = nodefl::fedwalk::JumpPredictor::kNeighbours;
 
-  // Ablations, off by default (off = the paper's FedWalk):
+  // Ablations, off by default (off = the job's FedWalk):
   // the identity codebook (Enc(x) = x), streamed to the devices in place of
   // Eq. 12's, so every encoding keeps its vertex;
   bool exact_encoder = false;
