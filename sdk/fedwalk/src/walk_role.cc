@@ -595,14 +595,22 @@ Status FedWalkWalkRole::SendHeldWalks(device::DeviceSession& session) {
   for (size_t visited = 0; visited < n && queue_.in_use() > 0 && session.CanSend(); ++visited) {
     if (send_cursor_ >= n) send_cursor_ = 0;
     WalkSlot* slot = &queue_.at(send_cursor_++);
-    if (slot->state == SlotState::kResult) {
-      NODEFL_TRY(SendResult(session, slot));
-    } else if (slot->state == SlotState::kForward) {
-      roles::KeyedPeer* peer = peers_.Find(slot->peer);
-      if (peer != nullptr && peer->state == roles::PeerKeyState::kReady) NODEFL_TRY(SendForward(session, slot, peer));
-    }
+    roles::KeyedPeer* peer = nullptr;
+    if (CanLeave(*slot, &peer)) NODEFL_TRY(SendHeld(session, slot, peer));
   }
   return Status::Ok();
+}
+
+bool FedWalkWalkRole::CanLeave(const WalkSlot& slot, roles::KeyedPeer** peer) {
+  *peer = nullptr;
+  if (slot.state == SlotState::kResult) return true;
+  if (slot.state != SlotState::kForward) return false;
+  *peer = peers_.Find(slot.peer);
+  return *peer != nullptr && (*peer)->state == roles::PeerKeyState::kReady;
+}
+
+Status FedWalkWalkRole::SendHeld(device::DeviceSession& session, WalkSlot* slot, roles::KeyedPeer* peer) {
+  return slot->state == SlotState::kResult ? SendResult(session, slot) : SendForward(session, slot, peer);
 }
 
 Status FedWalkWalkRole::SendOneHeldWalk(device::DeviceSession& session, bool* sent) {
@@ -611,12 +619,10 @@ Status FedWalkWalkRole::SendOneHeldWalk(device::DeviceSession& session, bool* se
   for (size_t visited = 0; visited < n; ++visited) {
     if (send_cursor_ >= n) send_cursor_ = 0;
     WalkSlot* slot = &queue_.at(send_cursor_++);
-    roles::KeyedPeer* peer = slot->state == SlotState::kForward ? peers_.Find(slot->peer) : nullptr;
-    const bool can_go = slot->state == SlotState::kResult ||
-                        (peer != nullptr && peer->state == roles::PeerKeyState::kReady);
-    if (!can_go) continue;
+    roles::KeyedPeer* peer = nullptr;
+    if (!CanLeave(*slot, &peer)) continue;
     const size_t before = queue_.in_use();
-    NODEFL_TRY(slot->state == SlotState::kResult ? SendResult(session, slot) : SendForward(session, slot, peer));
+    NODEFL_TRY(SendHeld(session, slot, peer));
     // A walk whose seal fails ends in its slot (kDropped) without a send.
     *sent = queue_.in_use() < before;
     return Status::Ok();

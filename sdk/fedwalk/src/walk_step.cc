@@ -23,13 +23,21 @@ Span<const CodebookEntry> RowOf(const WalkStepContext& c, const HctNeighbour& n)
   return c.codebook_pool.subspan(n.codebook_offset, n.codebook_count);
 }
 
+// u's quota per bin (PoolQuotas) into `quotas` (kMaxBins entries); false
+// when u has no dictionary row or the context no bins.
+bool QuotasOf(const WalkStepContext& c, const HctNeighbour& u, uint32_t* quotas) {
+  const size_t bins = c.bin_sizes.size();
+  if (bins == 0 || bins > kMaxBins || !u.in_dictionary) return false;
+  PoolQuotas(ConstByteSpan(u.row_bytes, 4 * bins), c.bin_sizes, Span<uint32_t>(quotas, bins));
+  return true;
+}
+
 // kTree's pool: the vertices nearest u in the HCT, by u's bin quotas.
 size_t TreePool(const WalkStepContext& c, const HctNeighbour& u, Span<uint32_t> pool) {
-  const size_t bins = c.bin_sizes.size();
-  if (c.tree == nullptr || c.tree->empty() || bins == 0 || bins > kMaxBins || !u.in_dictionary) return 0;
   uint32_t quotas[kMaxBins] = {};
-  PoolQuotas(ConstByteSpan(u.row_bytes, 4 * bins), c.bin_sizes, Span<uint32_t>(quotas, bins));
-  return NearestInBins(*c.tree, c.bin_plan, u.id, c.own_id, Span<const uint32_t>(quotas, bins), pool);
+  if (c.tree == nullptr || c.tree->empty() || !QuotasOf(c, u, quotas)) return 0;
+  const Span<const uint32_t> per_bin(quotas, c.bin_sizes.size());
+  return NearestInBins(*c.tree, c.bin_plan, u.id, c.own_id, per_bin, pool);
 }
 
 // kNeighbours' pool: the walk neighbours other than u, those in bins where
@@ -42,8 +50,7 @@ size_t TreePool(const WalkStepContext& c, const HctNeighbour& u, Span<uint32_t> 
 size_t NeighbourPool(const WalkStepContext& c, const HctNeighbour& u, Span<uint32_t> pool) {
   const size_t bins = c.bin_sizes.size();
   uint32_t quotas[kMaxBins] = {};
-  const bool filter = u.in_dictionary && bins > 0 && bins <= kMaxBins && !c.bin_plan.empty();
-  if (filter) PoolQuotas(ConstByteSpan(u.row_bytes, 4 * bins), c.bin_sizes, Span<uint32_t>(quotas, bins));
+  const bool filter = !c.bin_plan.empty() && QuotasOf(c, u, quotas);
   for (int pass = filter ? 0 : 1; pass < 2; ++pass) {
     size_t n = 0;
     for (const HctNeighbour& w : c.neighbours) {

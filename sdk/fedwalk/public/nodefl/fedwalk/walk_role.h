@@ -255,6 +255,11 @@ class FedWalkWalkRole final : public device::Role {
   Status SendKeyRequests(device::DeviceSession& session);
   // Sends held walks that can go (round robin) while the session can send.
   Status SendHeldWalks(device::DeviceSession& session);
+  // Whether `slot` can go now: a result, or a forward whose peer's key is
+  // there (`*peer`, else nullptr).
+  bool CanLeave(const WalkSlot& slot, roles::KeyedPeer** peer);
+  // Sends a slot CanLeave() allowed: its result, or the walk to `peer`.
+  Status SendHeld(device::DeviceSession& session, WalkSlot* slot, roles::KeyedPeer* peer);
   // Sends the next held walk that can go, if any (the caller checked that
   // the session can send). `*sent`: whether a slot was freed.
   Status SendOneHeldWalk(device::DeviceSession& session, bool* sent);
