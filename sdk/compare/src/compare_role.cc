@@ -164,8 +164,8 @@ void SecureCompareRole::HandleCertificate(const nodefl_wire_PeerCertificate& cer
                                                    peer->id, random_, random_context_, &peer->pair_keys);
   }
   if (s.ok()) {
-    s = seal::DeriveJobKeys(peer->pair_keys, job_key_.key(), own_id_, protocol::BytesOf(cert.job_key), random_,
-                            random_context_, &peer->job_keys);
+    s = key_source_.DeriveJob(peer->pair_keys, job_key_.key(), own_id_, protocol::BytesOf(cert.job_key), random_,
+                              random_context_, &peer->job_keys);
   }
   if (s.ok()) {
     peer->key_ready = true;

@@ -121,8 +121,8 @@ Status PeerKeyTable::Derive(KeyedPeer* p, ConstByteSpan certificate_der, ConstBy
     NODEFL_TRY(source_.Derive(credentials_, certificate_der, own_id_, p->id, random_, random_context_,
                                &p->pair_keys));
   }
-  return seal::DeriveJobKeys(p->pair_keys, *own_key_, own_id_, peer_job_key, random_, random_context_,
-                             &p->job_keys);
+  return source_.DeriveJob(p->pair_keys, *own_key_, own_id_, peer_job_key, random_, random_context_,
+                           &p->job_keys);
 }
 
 void PeerKeyTable::EndJob() {

@@ -142,11 +142,11 @@ void PrintHelp() {
       "                           server's lumos model must not be wider)\n"
       "  --keep-tree              fedwalk-hct: every device also keeps the published tree\n"
       "                           and the whole bin plan (~13 bytes per vertex per device)\n"
-      "  --no-shared-pair-keys    fedwalk: every device checks its peers' certificates and\n"
-      "                           runs ECDH itself, as real devices do (default: the emulated\n"
-      "                           devices share certificate checks and pair keys, which\n"
-      "                           are the same either way, so that the emulator's CPU is not\n"
-      "                           spent twice on each pair; the summary counts both)\n"
+      "  --no-shared-pair-keys    every device checks its peers' certificates and runs each\n"
+      "                           ECDH itself, as real devices do (default: the emulated\n"
+      "                           devices share certificate checks, pair keys and job keys,\n"
+      "                           which are the same either way, so that the emulator's CPU\n"
+      "                           is not spent twice on each pair; the summary counts both)\n"
       "  --max-neighbours N       fedwalk jobs: each device keeps at most N neighbours, chosen\n"
       "                           in the public order of privacy/neighbour_cap.h (as an app\n"
       "                           with room for N would); capped devices take part anyway and\n"
@@ -803,11 +803,7 @@ int main(int argc, char** argv) {
     }
   }
   if (opt->job == "fedwalk" && !strict_fedwalk) {
-    uint64_t asked = 0, verifications = 0, ecdh = 0;
-    if (opt->shared_pair_keys) {
-      const auto c = shared_pair_keys.counters();
-      asked = c.derivations, verifications = c.verifications, ecdh = c.ecdh;
-    }
+    const auto keys = shared_pair_keys.counters();
     std::printf("fedwalk-walks: walk messages sent %llu, walks ended %llu (dropped %llu)\n",
                 static_cast<unsigned long long>(stats.walks_forwarded.load()),
                 static_cast<unsigned long long>(stats.walks_finished.load() + stats.walks_dropped.load()),
@@ -815,8 +811,12 @@ int main(int argc, char** argv) {
     if (opt->shared_pair_keys) {
       std::printf("pair keys: %llu derived by the devices (each a certificate check + ECDH on a real device); "
                   "the emulator ran %llu checks and %llu ECDH (shared between its devices)\n",
-                  static_cast<unsigned long long>(asked), static_cast<unsigned long long>(verifications),
-                  static_cast<unsigned long long>(ecdh));
+                  static_cast<unsigned long long>(keys.derivations), static_cast<unsigned long long>(keys.verifications),
+                  static_cast<unsigned long long>(keys.ecdh));
+      std::printf("job keys: %llu derived by the devices (each an ECDH on a real device); the emulator ran %llu "
+                  "ECDH (shared between a pair's devices)\n",
+                  static_cast<unsigned long long>(keys.job_derivations),
+                  static_cast<unsigned long long>(keys.job_ecdh));
     }
   }
   const uint64_t connected = stats.connected.load();
