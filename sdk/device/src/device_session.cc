@@ -70,10 +70,6 @@ bool DeviceSession::CanSend() const {
   return OutputRoom() && (!unacked_.enabled() || (!unacked_.resend_pending() && unacked_.has_room()));
 }
 
-bool DeviceSession::CanSendInOrder() const {
-  return state_ == SessionState::kReady && OutputRoom() && !(unacked_.enabled() && unacked_.resend_pending());
-}
-
 void DeviceSession::ConsumeOutput(size_t n) {
   NODEFL_CHECK(n <= output_size_);
   std::memmove(buffers_.output.data(), buffers_.output.data() + n, output_size_ - n);

@@ -632,12 +632,16 @@ Status FedWalkWalkRole::SendOneHeldWalk(device::DeviceSession& session, bool* se
 
 WalkSlot* FedWalkWalkRole::AcquireMakingRoom(SlotState state, device::DeviceSession& session) {
   WalkSlot* slot = queue_.Acquire(state);
-  if (slot != nullptr || !session.CanSendInOrder()) return slot;
+  if (slot != nullptr || !session.CanSend()) return slot;
   // Deliveries come in batches between polls (a whole read of the socket,
   // or what the relay held during a reconnect), and a hub's queue fills
-  // with walks that could go on: one of them leaves now, unnumbered if the
-  // session has no room to keep it, and the new walk takes its slot
-  // instead of being dropped.
+  // with walks that could go on: one of them leaves now and the new walk
+  // takes its slot instead of being dropped. Only with room to keep the
+  // send: an unkept (unnumbered) send makes the server's reader wait for
+  // room at the destination, and at a busy hub that wait ran out and the
+  // server refused the sender's session (BlogCatalog, gamma 80: 573
+  // devices lost at once). Without room the arrival is dropped and its
+  // slot re-issued by the server.
   bool sent = false;
   if (!SendOneHeldWalk(session, &sent).ok() || !sent) return nullptr;
   return queue_.Acquire(state);

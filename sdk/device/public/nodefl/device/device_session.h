@@ -119,12 +119,6 @@ class DeviceSession {
   // Room for one more maximum-size frame (and, with kept sends, room to
   // keep one and no resend still waiting)? Roles send only when true.
   bool CanSend() const;
-  // Room for one more maximum-size frame and no kept send waiting to be
-  // written again: a Send() now goes out in order, kept when there is room
-  // to keep it and unnumbered when not. Weaker than CanSend(): for a role
-  // that would otherwise drop something (a full queue), where an unkept
-  // send beats a certain loss.
-  bool CanSendInOrder() const;
 
   SessionState state() const { return state_; }
   uint32_t device_id() const { return options_.device_id; }
