@@ -21,12 +21,22 @@ constexpr size_t kMaxFrame = protocol::kFrameHeaderBytes + protocol::kMaxFramePa
 // poll without waiting for the socket.
 constexpr size_t kOutputFrames = 4;
 // Kept sends (RelaySends and JobData uploads) until the server acknowledges
-// them (24.7 kB). It is also the device's send window, and roles send only
-// while a largest send still fits: 20.6 KiB in flight, more than the output
-// buffer holds. With two (4.1 KiB in flight) FedWalk devices forwarded so
-// slowly that their walk queues filled and walks were dropped and issued
-// again.
-constexpr size_t kUnackedBytes = 6 * device::UnackedSends::kMaxEntryBytes;
+// them: 6 largest entries (24.7 kB), plus one per 64 neighbours. It is also
+// the device's send window, and roles send only while a largest send still
+// fits: 20.6 KiB in flight, more than the output buffer holds. With two
+// (4.1 KiB in flight) FedWalk devices forwarded so slowly that their walk
+// queues filled and walks were dropped and issued again. A hub forwards
+// walks in proportion to its degree, and its acknowledgements queue behind
+// its deliveries: with 6 entries BlogCatalog's largest hubs (degree up to
+// 3,992) dropped most arrivals at gamma 80 for want of window.
+constexpr size_t kUnackedBaseEntries = 6;
+constexpr size_t kNeighboursPerUnackedEntry = 64;
+constexpr size_t kMaxUnackedEntries = 256;
+
+size_t UnackedBytes(size_t neighbours) {
+  const size_t entries = std::min(kMaxUnackedEntries, kUnackedBaseEntries + neighbours / kNeighboursPerUnackedEntry);
+  return entries * device::UnackedSends::kMaxEntryBytes;
+}
 
 // One entropy source for every device's DRBG; it must outlive them all.
 const EntropySource& HostEntropy() {
@@ -58,7 +68,7 @@ Status DeviceRoles::Init(const seal::PairKeySource& pair_keys) {
 
   frame_buffer_.resize(kMaxFrame);
   output_buffer_.resize(kOutputFrames * kMaxFrame);
-  unacked_buffer_.resize(kUnackedBytes);
+  unacked_buffer_.resize(UnackedBytes(node_.neighbours.size()));
   device::SessionOptions options;
   options.device_id = id;
   // Session events go to stderr from the profile's level (warnings and
