@@ -23,6 +23,8 @@
 #   --no-build         use the binaries already in the build folder
 #   --no-install       skip the apt step
 #   --no-score         do not score the embeddings
+#   --credentials-only issue the devices' credentials under --out (if not
+#                      there yet) and stop, so a timed run can leave them out
 #   --faults SPEC      inject failures into the devices (nodefl-emulate
 #                      --faults, docs/reliability.md), e.g.
 #                      "kill=0.1@walks+2s,revive=5s"
@@ -46,6 +48,7 @@ build=1
 build_dir=build/host
 install=1
 score=1
+credentials_only=0
 server_args=()
 fault_args=()
 while [[ $# -gt 0 ]]; do
@@ -59,9 +62,10 @@ while [[ $# -gt 0 ]]; do
     --no-build) build=0; shift ;;
     --no-install) install=0; shift ;;
     --no-score) score=0; shift ;;
+    --credentials-only) credentials_only=1; shift ;;
     --faults) fault_args=(--faults "$2"); shift 2 ;;
     --) shift; server_args=("$@"); break ;;
-    -h|--help) sed -n '2,31s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "run-fedwalk.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -70,6 +74,10 @@ for mode in $modes; do
   [[ $mode == strict || $mode == paper ]] || { echo "run-fedwalk.sh: modes are strict and paper, not '$mode'" >&2; exit 2; }
 done
 if [[ -n $server && -z $bundle ]]; then echo "run-fedwalk.sh: --server needs --bundle" >&2; exit 2; fi
+if [[ -n $server && $credentials_only == 1 ]]; then
+  echo "run-fedwalk.sh: --credentials-only issues this run's own credentials; it does not go with --server" >&2
+  exit 2
+fi
 name=$(basename "$graph")
 root=${out:-build/fedwalk/$name}
 # Debian's interpreter: it sees python3-sklearn (a python3 earlier on PATH
@@ -97,6 +105,10 @@ if [[ -z $server && ! -f $pki/devices/devices.bundle ]]; then
   $bin/nodefl-ca init --dir "$pki" >/dev/null
   $bin/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null
   $bin/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null
+fi
+if [[ $credentials_only == 1 ]]; then
+  echo "credentials for $n devices in $pki"
+  exit 0
 fi
 
 status=0

@@ -91,13 +91,8 @@ echo "wall time $nodefl_s s"
 
 echo
 echo "== 3. FedWalk over TLS ($mode mode)"
-# Credentials first, untimed: a deployment issues them once (run-fedwalk.sh
-# uses these when it finds them).
-n=$(awk -F'\t' 'NF >= 2 && $1 !~ /^#/ { if ($1 > m) m = $1; if ($2 > m) m = $2 } END { print m + 1 }' "$dir/edges.tsv")
-pki=$out/fedwalk/pki
-build/host/bin/nodefl-ca init --dir "$pki" >/dev/null
-build/host/bin/nodefl-ca server --dir "$pki" --out "$pki/server" --name localhost >/dev/null
-build/host/bin/nodefl-ca devices --dir "$pki" --out "$pki/devices" --first-id 0 --count "$n" >/dev/null
+# Credentials first, untimed: a deployment issues them once.
+bash examples/fedwalk/run-fedwalk.sh --graph "$dir" --out "$out/fedwalk" --no-build --no-install --credentials-only
 fedwalk_log=$out/fedwalk.txt
 start=$(now)
 status=0
