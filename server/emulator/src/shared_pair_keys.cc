@@ -6,6 +6,25 @@
 
 namespace nodefl::emulator {
 
+namespace {
+
+// The index of the pair {a, b} in pairs_ and jobs_, whichever end asks.
+uint64_t PairIndex(uint32_t a, uint32_t b) {
+  return static_cast<uint64_t>(std::min(a, b)) << 32 | std::max(a, b);
+}
+
+bool SameBytes(const std::vector<uint8_t>& stored, ConstByteSpan bytes) {
+  return stored.size() == bytes.size() && std::equal(bytes.begin(), bytes.end(), stored.begin());
+}
+
+bool SamePairKeys(const seal::PairKeys& a, const seal::PairKeys& b) {
+  return a.valid && b.valid && a.low_id == b.low_id && a.high_id == b.high_id &&
+         std::memcmp(a.low_to_high, b.low_to_high, sizeof(a.low_to_high)) == 0 &&
+         std::memcmp(a.high_to_low, b.high_to_low, sizeof(a.high_to_low)) == 0;
+}
+
+}  // namespace
+
 SharedPairKeys::Counters SharedPairKeys::counters() const {
   return Counters{derivations_.load(),     verifications_.load(), ecdh_.load(),        failures_.load(),
                   job_derivations_.load(), job_ecdh_.load(),      job_failures_.load()};
@@ -50,8 +69,7 @@ Status SharedPairKeys::Derive(const tls::TlsCredentials& own, ConstByteSpan cert
     ++failures_;
     return st;
   }
-  const uint64_t low = std::min(own_id, peer_id), high = std::max(own_id, peer_id);
-  const uint64_t pair = low << 32 | high;
+  const uint64_t pair = PairIndex(own_id, peer_id);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto it = pairs_.find(pair);
@@ -78,20 +96,6 @@ Status SharedPairKeys::JobThunk(void* self, const seal::PairKeys& pair, const se
   return static_cast<SharedPairKeys*>(self)->DeriveJob(pair, own, own_id, peer_job_key, random, random_context, out);
 }
 
-namespace {
-
-bool SameBytes(const std::vector<uint8_t>& stored, ConstByteSpan bytes) {
-  return stored.size() == bytes.size() && std::equal(bytes.begin(), bytes.end(), stored.begin());
-}
-
-bool SamePairKeys(const seal::PairKeys& a, const seal::PairKeys& b) {
-  return a.valid && b.valid && a.low_id == b.low_id && a.high_id == b.high_id &&
-         std::memcmp(a.low_to_high, b.low_to_high, sizeof(a.low_to_high)) == 0 &&
-         std::memcmp(a.high_to_low, b.high_to_low, sizeof(a.high_to_low)) == 0;
-}
-
-}  // namespace
-
 bool SharedPairKeys::Matches(const JobEntry& entry, const seal::PairKeys& pair, const seal::JobKeyPair& own,
                              ConstByteSpan low_job_key, ConstByteSpan high_job_key) {
   return entry.job_id == own.job_id() && SameBytes(entry.salt, own.salt()) && SamePairKeys(entry.pair_keys, pair) &&
@@ -107,7 +111,7 @@ Status SharedPairKeys::DeriveJob(const seal::PairKeys& pair, const seal::JobKeyP
   // for its exact error.
   const bool usable = pair.valid && own.valid() && (own_id == pair.low_id || own_id == pair.high_id) &&
                       peer_job_key.size() == seal::kJobPublicKeyBytes;
-  const uint64_t key = static_cast<uint64_t>(pair.low_id) << 32 | pair.high_id;
+  const uint64_t key = PairIndex(pair.low_id, pair.high_id);
   const bool own_is_low = own_id == pair.low_id;
   const ConstByteSpan low_job_key = own_is_low ? own.public_key() : peer_job_key;
   const ConstByteSpan high_job_key = own_is_low ? peer_job_key : own.public_key();
